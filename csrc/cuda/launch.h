@@ -1,0 +1,21 @@
+// Kernel launchers: one per op, each in its own .cu file. They enqueue on `stream` and return
+// the launch status; the torch glue (csrc/cuda_ops.cpp) checks it.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "problem.h"
+#include "variants.h"
+
+namespace cute_transpose {
+
+#define CUTE_TRANSPOSE_DECLARE_LAUNCH(name) cudaError_t launch_##name(Problem const& p, cudaStream_t stream);
+CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_DECLARE_LAUNCH)
+CUTE_TRANSPOSE_DECLARE_LAUNCH(copy)
+#undef CUTE_TRANSPOSE_DECLARE_LAUNCH
+
+// The SM architecture (e.g. 90) of the TMA kernel the runtime would load on the current device
+// for this element size, or 0 when that binary has no sm_90 code (so the kernel body is empty).
+int tma_kernel_arch(int element_size);
+
+}  // namespace cute_transpose

@@ -1,0 +1,65 @@
+// The shared-memory transpose shared by bank_conflict_read/write, padded and swizzled. They
+// differ only in SmemLayout, the (bM,bN) -> offset map of the tile in shared memory:
+//   1. threads along rows read the input tile (coalesced) and store it to shared memory;
+//   2. threads down columns load it back and write the output tile (coalesced).
+// Both global accesses coalesce; whether the shared-memory side conflicts depends on where
+// SmemLayout sends a warp's 32 addresses in each phase.
+#pragma once
+
+#include "tiling.cuh"
+
+namespace cute_transpose {
+
+template <class T, class SmemLayout>
+__global__ void __launch_bounds__(SeedTile<T>::kThreads) smem_transpose(Problem p) {
+  using namespace cute;
+  using Tile = typename SeedTile<T>::Shape;
+  using AlongRows = typename SeedTile<T>::AlongRows;
+  using DownColumns = typename SeedTile<T>::DownColumns;
+  CUTE_STATIC_ASSERT_V(shape(SmemLayout{}) == Tile{});
+
+  Tensor sTile = make_tensor(make_smem_ptr(shared_tile<T, cosize_v<SmemLayout>, 128>()),  // (bM,bN)
+                             SmemLayout{});
+  Tensor mIn = input_view<T>(p);                                    // (M,N,B)
+  Tensor mOut = transposed_output_view<T>(p);                       // (M,N,B)
+  Tensor cIn = make_identity_tensor(make_shape(p.rows, p.cols));    // (M,N) -> (m,n)
+
+  TileWalk walk(p, size<0>(Tile{}), size<1>(Tile{}));
+  for (int64_t t = blockIdx.x; t < walk.count; t += gridDim.x) {
+    TileCoord tile = walk[t];
+    Tensor gIn = local_tile(mIn(_, _, tile.b), Tile{}, make_coord(tile.m, tile.n));   // (bM,bN)
+    Tensor gOut = local_tile(mOut(_, _, tile.b), Tile{}, make_coord(tile.m, tile.n)); // (bM,bN)
+    Tensor cTile = local_tile(cIn, Tile{}, make_coord(tile.m, tile.n));                // (bM,bN)
+
+    //
+    // 1. global -> shared, threads along rows
+    //
+    Tensor tIn_g = local_partition(gIn, AlongRows{}, threadIdx.x);    // (bM/tM,bN/tN)
+    Tensor tIn_s = local_partition(sTile, AlongRows{}, threadIdx.x);  // (bM/tM,bN/tN)
+    Tensor tIn_c = local_partition(cTile, AlongRows{}, threadIdx.x);  // (bM/tM,bN/tN)
+    copy_tile_part(tIn_g, tIn_s, tIn_c, shape(cIn), tile.interior);
+    __syncthreads();
+
+    //
+    // 2. shared -> global, threads down columns
+    //
+    Tensor tOut_s = local_partition(sTile, DownColumns{}, threadIdx.x);  // (bM/32,bN/8)
+    Tensor tOut_g = local_partition(gOut, DownColumns{}, threadIdx.x);   // (bM/32,bN/8)
+    Tensor tOut_c = local_partition(cTile, DownColumns{}, threadIdx.x);  // (bM/32,bN/8)
+    copy_tile_part(tOut_s, tOut_g, tOut_c, shape(cIn), tile.interior);
+    __syncthreads();  // the next tile reuses sTile
+  }
+}
+
+// Launches smem_transpose with the layout SmemLayoutOf<T>::type for the problem's element size.
+template <template <class> class SmemLayoutOf>
+cudaError_t launch_smem_transpose(Problem const& p, cudaStream_t stream) {
+  return with_element_type(p.element_size, [&](auto t) {
+    using T = decltype(t);
+    using Tile = SeedTile<T>;
+    return launch_over_tiles(smem_transpose<T, typename SmemLayoutOf<T>::type>, p, Tile::BM::value,
+                             Tile::BN::value, Tile::kThreads, stream);
+  });
+}
+
+}  // namespace cute_transpose

@@ -1,0 +1,138 @@
+// What every kernel shares: element types by size, global-memory views of a Problem, the tile
+// geometry of the seed variants, the walk over tiles, and the predicated per-thread tile copy.
+#pragma once
+
+#include <cute/tensor.hpp>
+
+#include <climits>
+
+#include "problem.h"
+
+namespace cute_transpose {
+
+// Kernels move bits, so a dtype is just its size: bool/uint8/float8 -> uint8_t, ...,
+// complex128 -> a 16-byte word. Calls f(T{}) with the unsigned type of that size.
+template <class F>
+cudaError_t with_element_type(int bytes, F&& f) {
+  switch (bytes) {
+    case 1: return f(uint8_t{});
+    case 2: return f(uint16_t{});
+    case 4: return f(uint32_t{});
+    case 8: return f(uint64_t{});
+    case 16: return f(cute::uint128_t{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+//
+// Global views. Every tensor is indexed in the input's coordinates (m, n, b), so one tile
+// coordinate and one predicate serve both the read and the write side.
+//
+
+template <class T>
+CUTE_HOST_DEVICE auto input_view(Problem const& p) {  // (M,N,B) : (sM,sN,sB), any strides
+  return cute::make_tensor(cute::make_gmem_ptr(static_cast<T const*>(p.src)),
+                           cute::make_layout(cute::make_shape(p.rows, p.cols, p.batch),
+                                             cute::make_stride(p.row_stride, p.col_stride, p.batch_stride)));
+}
+
+template <class T>
+CUTE_HOST_DEVICE auto transposed_output_view(Problem const& p) {  // (M,N,B) : (1,M,M*N)
+  // The output is (B, N, M) row-major: element (m, n, b) of the input lands at b*N*M + n*M + m.
+  return cute::make_tensor(cute::make_gmem_ptr(static_cast<T*>(p.dst)),
+                           cute::make_layout(cute::make_shape(p.rows, p.cols, p.batch),
+                                             cute::make_stride(cute::Int<1>{}, p.rows, p.rows * p.cols)));
+}
+
+template <class T>
+CUTE_HOST_DEVICE auto copy_output_view(Problem const& p) {  // (M,N,B) : (N,1,M*N)
+  return cute::make_tensor(cute::make_gmem_ptr(static_cast<T*>(p.dst)),
+                           cute::make_layout(cute::make_shape(p.rows, p.cols, p.batch),
+                                             cute::make_stride(p.cols, cute::Int<1>{}, p.rows * p.cols)));
+}
+
+//
+// The seed variants' tile: (bM, bN) = (64, one 128-byte line of elements), 256 threads.
+//
+
+template <class T>
+struct SeedTile {
+  static constexpr int kLine = 128 / int(sizeof(T));  // elements in a 128-byte line
+  static constexpr int kRowThreads = kLine < 32 ? kLine : 32;
+  using BM = cute::Int<64>;
+  using BN = cute::Int<kLine>;
+  using Shape = cute::Shape<BM, BN>;
+  static constexpr int kThreads = 256;
+
+  // Threads walking along rows: consecutive threads take consecutive n, i.e. the input's
+  // contiguous direction -- reads of the input coalesce.
+  using AlongRows = cute::Layout<cute::Shape<cute::Int<kThreads / kRowThreads>, cute::Int<kRowThreads>>,
+                                 cute::Stride<cute::Int<kRowThreads>, cute::_1>>;
+  // Threads walking down columns: consecutive threads take consecutive m, i.e. the output's
+  // contiguous direction -- writes of the transposed output coalesce.
+  using DownColumns = cute::Layout<cute::Shape<cute::_32, cute::Int<kThreads / 32>>,
+                                   cute::Stride<cute::_1, cute::_32>>;
+};
+
+//
+// The walk over tiles: n-tiles fastest, then m-tiles, then the batch. A 1-D grid of up to
+// 2^31-1 blocks loops over the tiles, so no shape exceeds the grid limits.
+//
+
+struct TileCoord {
+  int64_t m, n, b;     // tile indices
+  bool interior;       // the whole tile lies inside the matrix: no predicates needed
+};
+
+struct TileWalk {
+  int64_t rows, cols, tile_m, tile_n, tiles_m, tiles_n, count;
+
+  CUTE_HOST_DEVICE TileWalk(Problem const& p, int64_t bm, int64_t bn)
+      : rows(p.rows), cols(p.cols), tile_m(bm), tile_n(bn),
+        tiles_m((p.rows + bm - 1) / bm), tiles_n((p.cols + bn - 1) / bn),
+        count(p.batch * tiles_m * tiles_n) {}
+
+  CUTE_HOST_DEVICE TileCoord operator[](int64_t t) const {
+    TileCoord c;
+    c.n = t % tiles_n;
+    c.m = (t / tiles_n) % tiles_m;
+    c.b = t / (tiles_n * tiles_m);
+    c.interior = (c.m + 1) * tile_m <= rows && (c.n + 1) * tile_n <= cols;
+    return c;
+  }
+
+  dim3 grid() const { return dim3(static_cast<unsigned>(count < INT_MAX ? count : INT_MAX)); }
+};
+
+// Copies this thread's part of a tile. `coord` holds each element's (m, n) in the matrix;
+// elements outside `extent` are skipped, unless the tile is interior.
+template <class Src, class Dst, class Coord, class Extent>
+CUTE_DEVICE void copy_tile_part(Src const& src, Dst&& dst, Coord const& coord, Extent const& extent,
+                                bool interior) {
+  if (interior) {
+    CUTE_UNROLL
+    for (int i = 0; i < cute::size(src); ++i) dst(i) = src(i);
+  } else {
+    CUTE_UNROLL
+    for (int i = 0; i < cute::size(src); ++i)
+      if (cute::elem_less(coord(i), extent)) dst(i) = src(i);
+  }
+}
+
+// The block's statically sized shared tile of N elements of T. Raw bytes, because T (such as
+// the 16-byte word) may have a constructor, which __shared__ variables cannot run.
+template <class T, int N, int Align>
+CUTE_DEVICE T* shared_tile() {
+  __shared__ alignas(Align) unsigned char bytes[N * sizeof(T)];
+  return reinterpret_cast<T*>(bytes);
+}
+
+// Launches kernel<<<one block per tile (looping past 2^31-1), threads>>> on `stream`.
+template <class Kernel>
+cudaError_t launch_over_tiles(Kernel kernel, Problem const& p, int64_t bm, int64_t bn, int threads,
+                              cudaStream_t stream) {
+  kernel<<<TileWalk(p, bm, bn).grid(), threads, 0, stream>>>(p);
+  return cudaGetLastError();
+}
+
+}  // namespace cute_transpose

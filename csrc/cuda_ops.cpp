@@ -1,0 +1,70 @@
+// CUDA implementations: argument checks, device guard, the current stream, one launch, and a
+// launch check -- written once for every op. No host synchronisation.
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+
+#include <string_view>
+
+#include "cuda/launch.h"
+#include "glue.h"
+#include "variants.h"
+
+namespace cute_transpose {
+namespace {
+
+using Launcher = cudaError_t (*)(Problem const&, cudaStream_t);
+
+at::Tensor run_cuda(at::Tensor const& x, Kind kind, char const* name, Launcher launch) {
+  c10::cuda::CUDAGuard guard(x.device());
+  Prepared r = prepare(x, kind, name);
+  if (r.empty()) return r.out;
+  C10_CUDA_CHECK(launch(r.problem, c10::cuda::getCurrentCUDAStream()));
+  return r.out;
+}
+
+// The TMA variant's extra preconditions, each with its own message.
+void check_tma(at::Tensor const& x) {
+  c10::cuda::CUDAGuard guard(x.device());
+  int const device = x.device().index();
+  int major = 0, minor = 0;
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  TORCH_CHECK(major >= 9, "cute_transpose.tma needs an sm_90 (Hopper) or newer GPU for TMA; device ",
+              device, " is sm_", major, minor, ". Use cute_transpose.swizzled instead.");
+  int const arch = tma_kernel_arch(x.element_size());
+  TORCH_CHECK(arch >= 90, "cute_transpose.tma: this build has no sm_90 code for the TMA kernel "
+              "(rebuild with TORCH_CUDA_ARCH_LIST containing 9.0a or 9.0)");
+  if (x.dim() < 2 || x.numel() == 0) return;  // prepare() reports rank errors; nothing to store
+  int64_t const rows = x.size(-2), cols = x.size(-1), esize = x.element_size();
+  TORCH_CHECK((rows * esize) % 16 == 0, "cute_transpose.tma: TMA needs the output's row pitch to be a "
+              "multiple of 16 bytes, but M * element_size = ", rows, " * ", esize, " = ", rows * esize,
+              " bytes (input shape ", x.sizes(), "). Use cute_transpose.swizzled for this shape.");
+  int64_t const batch = x.numel() / (rows * cols);
+  TORCH_CHECK(rows < (int64_t(1) << 31) && cols < (int64_t(1) << 31) && batch < (int64_t(1) << 31),
+              "cute_transpose.tma: TMA coordinates are 32-bit; every dim must be below 2^31, got ",
+              x.sizes());
+}
+
+#define CUTE_TRANSPOSE_CUDA_FN(name)                              \
+  at::Tensor name##_cuda(at::Tensor const& x) {                   \
+    if constexpr (std::string_view(#name) == "tma") check_tma(x); \
+    return run_cuda(x, Kind::Transpose, #name, &launch_##name);   \
+  }
+CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_CUDA_FN)
+#undef CUTE_TRANSPOSE_CUDA_FN
+
+at::Tensor copy_cuda(at::Tensor const& x) { return run_cuda(x, Kind::Copy, "copy", &launch_copy); }
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(cute_transpose, CUDA, m) {
+#define CUTE_TRANSPOSE_IMPL(name) m.impl(#name, &name##_cuda);
+  CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_IMPL)
+#undef CUTE_TRANSPOSE_IMPL
+  m.impl("copy", &copy_cuda);
+}
+
+}  // namespace cute_transpose

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The whole GPU check, offline: build the extension in place for this GPU, run the full test
+# suite on it, print a summary last. Needs torch, nvcc, a GPU and CuTe headers (CUTLASS_DIR, the
+# submodule, or an installed nvidia-cutlass wheel); never touches the network.
+#   bash scripts/gpu_check.sh [extra pytest args]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+LOG_DIR=${OUT:-/tmp}/gpu_check
+mkdir -p "$LOG_DIR"
+export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0a}   # just this GPU: a faster build
+export MAX_JOBS=${MAX_JOBS:-16}
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+
+gpu=$(python3 -c "import torch; print(torch.cuda.get_device_name(), 'sm_%d%d' % torch.cuda.get_device_capability(), 'torch', torch.__version__)")
+echo "== GPU: $gpu"
+
+start=$(date +%s)
+if ! python3 setup.py build_ext --inplace > "$LOG_DIR/build.log" 2>&1; then
+  tail -n 40 "$LOG_DIR/build.log"
+  echo "== GPU CHECK FAILED: build failed (log: $LOG_DIR/build.log)"
+  exit 1
+fi
+build_s=$(( $(date +%s) - start ))
+
+xdist=()
+python3 -c "import xdist" 2>/dev/null && xdist=(-n 8)
+start=$(date +%s)
+python3 -m pytest -q -rfE "${xdist[@]}" tests "$@" 2>&1 | tee "$LOG_DIR/pytest.log"
+status=${PIPESTATUS[0]}
+test_s=$(( $(date +%s) - start ))
+
+echo
+echo "== GPU CHECK SUMMARY"
+echo "GPU:    $gpu"
+echo "build:  ok in ${build_s}s (TORCH_CUDA_ARCH_LIST=$TORCH_CUDA_ARCH_LIST)"
+echo "tests:  $(tail -n 1 "$LOG_DIR/pytest.log") in ${test_s}s"
+[ "$status" -eq 0 ] && echo "== GPU CHECK PASSED" || echo "== GPU CHECK FAILED (pytest exit $status)"
+exit "$status"

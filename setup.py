@@ -1,0 +1,100 @@
+"""Build cute_transpose: a torch.library extension of CuTe transpose kernels.
+
+The CUDA extension is built whenever a CUDA toolkit (CUDA_HOME) and a CUDA build of
+torch are present -- whether a GPU is visible does not matter. Otherwise a CPU-only
+extension is built and a warning says so.
+"""
+
+import glob
+import importlib.util
+import os
+import warnings
+from pathlib import Path
+
+from setuptools import setup
+
+# torch takes CUDA_HOME from `which nvcc` when it is unset; a wrapper script such as
+# /usr/local/bin/nvcc then yields /usr/local, which has no CUDA headers or libraries.
+# Prefer the conventional toolkit location in that case.
+if not (os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH")) and \
+        Path("/usr/local/cuda/include/cuda_runtime.h").is_file():
+    os.environ["CUDA_HOME"] = "/usr/local/cuda"
+
+import torch  # noqa: E402
+from torch.utils.cpp_extension import CUDA_HOME, BuildExtension, CppExtension, CUDAExtension  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent
+DEFAULT_ARCH_LIST = "8.0;9.0a"  # A100 and H100/H200 (9.0a: sm_90a cubin, TMA and friends)
+
+
+def find_cute_headers() -> Path:
+    """CuTe headers, in order: $CUTLASS_DIR, the submodule, the nvidia-cutlass wheel."""
+    tried = []
+
+    env = os.environ.get("CUTLASS_DIR")
+    if env:
+        for candidate in (Path(env) / "include", Path(env)):
+            if (candidate / "cute" / "tensor.hpp").is_file():
+                return candidate
+        tried.append(f"CUTLASS_DIR={env} (no cute/tensor.hpp under it or its include/)")
+    else:
+        tried.append("CUTLASS_DIR (not set)")
+
+    submodule = ROOT / "third_party" / "cutlass" / "include"
+    if (submodule / "cute" / "tensor.hpp").is_file():
+        return submodule
+    tried.append(f"{submodule} (submodule not checked out: git submodule update --init)")
+
+    # Locate the wheel's headers without importing it (importing pulls optional deps).
+    spec = importlib.util.find_spec("cutlass_library")
+    if spec is not None and spec.submodule_search_locations:
+        wheel_include = Path(list(spec.submodule_search_locations)[0]) / "source" / "include"
+        if (wheel_include / "cute" / "tensor.hpp").is_file():
+            return wheel_include
+        tried.append(f"{wheel_include} (nvidia-cutlass installed, but without headers)")
+    else:
+        tried.append("the nvidia-cutlass==4.2.0.0 wheel (not installed: "
+                     "pip install --no-deps nvidia-cutlass==4.2.0.0)")
+
+    raise RuntimeError("cute_transpose: CUTLASS/CuTe headers not found. Tried:\n  - "
+                       + "\n  - ".join(tried))
+
+
+def want_cuda() -> bool:
+    return CUDA_HOME is not None and torch.version.cuda is not None
+
+
+def make_extension():
+    cpu_sources = ["csrc/ops.cpp", "csrc/problem.cpp", "csrc/cpu_transpose.cpp"]
+    cxx_flags = ["-O3"]
+    if not want_cuda():
+        warnings.warn("cute_transpose: no CUDA toolkit or CPU-only torch "
+                      f"(CUDA_HOME={CUDA_HOME}, torch.version.cuda={torch.version.cuda}); "
+                      "building the CPU-only extension: the CUDA kernels will not be available.")
+        return CppExtension("cute_transpose._C", cpu_sources,
+                            include_dirs=[str(ROOT / "csrc")],
+                            extra_compile_args={"cxx": cxx_flags})
+
+    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", DEFAULT_ARCH_LIST)
+    cute = find_cute_headers()
+    print(f"cute_transpose: CuTe headers from {cute}; "
+          f"TORCH_CUDA_ARCH_LIST={os.environ['TORCH_CUDA_ARCH_LIST']}")
+    cuda_sources = sorted(glob.glob("csrc/cuda/*.cu")) + ["csrc/cuda_ops.cpp"]
+    nvcc_flags = ["-O3", "--expt-relaxed-constexpr", "-lineinfo"]
+    return CUDAExtension("cute_transpose._C", cpu_sources + cuda_sources,
+                         include_dirs=[str(ROOT / "csrc"), str(cute)],
+                         define_macros=[("CUTE_TRANSPOSE_WITH_CUDA", "1")],
+                         extra_compile_args={"cxx": cxx_flags, "nvcc": nvcc_flags})
+
+
+setup(
+    name="cute_transpose",
+    version="0.1.0",
+    description="CuTe matrix-transpose kernels as PyTorch ops",
+    package_dir={"": "python"},
+    packages=["cute_transpose"],
+    ext_modules=[make_extension()],
+    cmdclass={"build_ext": BuildExtension},
+    install_requires=["torch", "numpy"],
+    python_requires=">=3.10",
+)
