@@ -3,8 +3,9 @@
 
 Run from the repository root (after building the extension)::
 
-    PYTHONPATH=python python bench/bench.py             # full run, about 4-5 min on an H100
-    PYTHONPATH=python python bench/bench.py --quick     # a subset, well under 2 min
+    PYTHONPATH=python python bench/bench.py             # full run: ~3 min on an H100, ~5 min
+                                                        # with cold Triton/Inductor caches
+    PYTHONPATH=python python bench/bench.py --quick     # a subset: ~1 min
     PYTHONPATH=python python bench/bench.py --dry-run   # CPU plumbing test with tiny shapes
 
 For every shape x dtype cell, each op is first checked bit-exactly against
@@ -157,9 +158,11 @@ def select_ops(requested: Optional[Sequence[str]], dry_run: bool) -> list[OpSpec
         warnings.warn(f"op {name!r} is not available in this build; skipping it")
     wanted = {"clone", *(requested or available)}
     selected = [s for s in specs if s.name in wanted]
-    if dry_run:
-        selected = [s for s in selected if not s.gpu_only]
-    return selected
+    if dry_run and requested:
+        for s in selected:
+            if s.gpu_only:
+                warnings.warn(f"op {s.name!r} needs a GPU; --dry-run skips it")
+    return [s for s in selected if not (dry_run and s.gpu_only)]
 
 
 # --------------------------------------------------------------------------------------------
@@ -432,7 +435,7 @@ def render_markdown(meta: dict, results: list[Result], tiny: list[Result], specs
         f"# cute_transpose benchmark: {meta['device_name']}",
         "",
         f"{meta['date']} | torch {meta['torch']} | CUDA {meta['cuda']} | triton {meta['triton']} "
-        f"| cute_transpose {meta['cute_transpose']}",
+        f"| cute_transpose {meta['cute_transpose']} | run took {meta['duration_s']:.1f} s",
         "",
         f"Timing: {timing['method']}. Each cell: GB/s = 2 x bytes / time, and in brackets the "
         "ratio time(torch clone) / time(op) from the same run (higher is better). "
@@ -481,6 +484,7 @@ def draw_shape(ax, shape: Shape, lookup: dict, dtypes: list[str], bar_ops: list[
             r = lookup.get((shape, dtype, op))
             if r is not None and r.status == "ok":
                 ax.hlines(r.gbps, g - 0.46, g + 0.46, **{k: v for k, v in style.items() if k != "label"})
+    ax.set_ylim(0, ax.get_ylim()[1] * 1.06)  # headroom above the tallest bar or line
     ax.set_xticks(range(len(dtypes)), dtypes)
     ax.set_ylabel("GB/s  (2 x bytes / time)")
     ax.set_title(shape_text(shape))
@@ -591,19 +595,21 @@ def parse_shape(text: str) -> Shape:
 
 
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true",
                    help="a subset: 8192x8192 and 1000x3001, float32 and bfloat16")
     p.add_argument("--shapes", nargs="+", type=parse_shape, metavar="MxN",
                    help="shapes such as 8192x8192 or 64x1024x1024 (overrides the default set)")
-    p.add_argument("--dtypes", nargs="+", choices=list(DTYPES), help="dtypes (overrides the default set)")
-    p.add_argument("--ops", nargs="+", choices=ALL_OP_NAMES,
-                   help="ops to run (torch clone always runs: it is the ratio baseline)")
+    p.add_argument("--dtypes", nargs="+", choices=list(DTYPES), metavar="DTYPE",
+                   help=f"dtypes, from {', '.join(DTYPES)} (overrides the default set)")
+    p.add_argument("--ops", nargs="+", choices=ALL_OP_NAMES, metavar="OP",
+                   help=f"ops to run, from {', '.join(ALL_OP_NAMES)} "
+                        "(torch clone always runs: it is the ratio baseline)")
     p.add_argument("--out", type=Path, help="output folder [default: bench/results, "
                    "or /tmp/bench-dry with --dry-run]")
-    p.add_argument("--warmup", type=int, default=25, help="do_bench warmup per op, ms")
-    p.add_argument("--rep", type=int, default=100, help="do_bench measuring time per op, ms")
+    p.add_argument("--warmup", type=int, default=25, help="do_bench warmup per op, ms [default: 25]")
+    p.add_argument("--rep", type=int, default=100,
+                   help="do_bench measuring time per op, ms [default: 100]")
     p.add_argument("--tiny-calls", type=int, help="calls per loop in the 256x256 host-overhead "
                    "measurement [default: 2000, 200 with --dry-run]")
     p.add_argument("--dry-run", action="store_true",

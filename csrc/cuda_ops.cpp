@@ -58,6 +58,18 @@ CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_CUDA_FN)
 
 at::Tensor copy_cuda(at::Tensor const& x) { return run_cuda(x, Kind::Copy, "copy", &launch_copy); }
 
+// The `transpose` op's kernel choice, a fixed rule: the vectorized kernel wherever sizes,
+// strides and alignment allow whole 4-, 8- or 16-byte vectors; otherwise the swizzled one.
+cudaError_t launch_best(Problem const& p, cudaStream_t stream) {
+  return vectorized_width(p) ? launch_vectorized(p, stream) : launch_swizzled(p, stream);
+}
+
+at::Tensor transpose_cuda(at::Tensor const& x, int64_t dim0, int64_t dim1) {
+  return transpose_dims(x, dim0, dim1,
+                        [](at::Tensor const& t) { return run_cuda(t, Kind::Transpose, "transpose", &launch_best); },
+                        copy_cuda);
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(cute_transpose, CUDA, m) {
@@ -65,6 +77,7 @@ TORCH_LIBRARY_IMPL(cute_transpose, CUDA, m) {
   CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_IMPL)
 #undef CUTE_TRANSPOSE_IMPL
   m.impl("copy", &copy_cuda);
+  m.impl("transpose", &transpose_cuda);
 }
 
 }  // namespace cute_transpose

@@ -34,6 +34,11 @@ CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_CPU_FN)
 
 at::Tensor copy_cpu(at::Tensor const& x) { return cpu_op<Kind::Copy>(x, "copy"); }
 
+at::Tensor transpose_cpu(at::Tensor const& x, int64_t dim0, int64_t dim1) {
+  return transpose_dims(x, dim0, dim1, [](at::Tensor const& t) { return cpu_op<Kind::Transpose>(t, "transpose"); },
+                        copy_cpu);
+}
+
 }  // namespace
 
 TORCH_LIBRARY(cute_transpose, m) {
@@ -41,6 +46,8 @@ TORCH_LIBRARY(cute_transpose, m) {
   CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_DEF)
 #undef CUTE_TRANSPOSE_DEF
   m.def("copy(Tensor x) -> Tensor");
+  // The best kernel for x.transpose(dim0, dim1).contiguous(), chosen by fixed rules.
+  m.def("transpose(Tensor x, int dim0=-2, int dim1=-1) -> Tensor");
 }
 
 TORCH_LIBRARY_IMPL(cute_transpose, CPU, m) {
@@ -48,6 +55,7 @@ TORCH_LIBRARY_IMPL(cute_transpose, CPU, m) {
   CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_IMPL)
 #undef CUTE_TRANSPOSE_IMPL
   m.impl("copy", &copy_cpu);
+  m.impl("transpose", &transpose_cpu);
 }
 
 }  // namespace cute_transpose

@@ -31,10 +31,13 @@ def check_variant(name, x):
         assert out.data_ptr() != x.data_ptr()
 
 
+TRANSPOSES = cute_transpose.VARIANTS + ("transpose",)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("name", cute_transpose.VARIANTS)
+@pytest.mark.parametrize("name", TRANSPOSES)
 def test_variant(name, dtype, shape, device):
     check_variant(name, random_tensor(shape, dtype, device))
 
@@ -67,7 +70,7 @@ def strided_views(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("view", list(strided_views("cpu")))
-@pytest.mark.parametrize("name", cute_transpose.VARIANTS + ("copy",))
+@pytest.mark.parametrize("name", TRANSPOSES + ("copy",))
 def test_strided_inputs(name, view, device):
     x = strided_views(device)[view]
     if name == "copy":
@@ -100,3 +103,33 @@ def test_every_torch_dtype(dtype, device):
     for name in ("naive_coalesced_read", "swizzled", "copy"):
         ref = x.contiguous() if name == "copy" else transpose_reference(x)
         assert_bits_equal(run_poisoned(op(name), x, ref.shape), ref)
+
+
+# Sizes that are multiples of 16 (so 16-byte vectors fit for every element size) but not of the
+# tiles, and element offsets that leave the rows 8-, 4- or 2-byte aligned only: every vector
+# width of the `transpose` op's kernel, its edge tiles, and its fallback.
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("offset", [0, 1, 2, 4, 8], ids=lambda o: f"offset{o}")
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64,
+                                   torch.complex128], ids=str)
+def test_transpose_vector_widths(dtype, offset, device):
+    base = random_tensor((2, 208, 336 + 16), dtype, device)
+    x = base[:, :, offset:offset + 336]  # (2, 208, 336), rows start `offset` elements in
+    check_variant("transpose", x)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dims", [(0, 1), (1, 0), (0, 2), (-1, -3), (1, 3), (2, 2), (-1, 3)],
+                         ids=lambda d: f"{d[0]},{d[1]}")
+def test_transpose_any_two_dims(dims, device):
+    x = random_tensor((3, 5, 7, 9), torch.float16, device)
+    ref = x.transpose(*dims).contiguous()
+    out = run_poisoned(lambda t: cute_transpose.transpose(t, *dims), x, ref.shape)
+    assert_bits_equal(out, ref)
+    assert out.data_ptr() != x.data_ptr()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_transpose_dim_out_of_range(device):
+    with pytest.raises(IndexError, match="out of range"):
+        cute_transpose.transpose(torch.zeros(2, 3, device=device), 0, 2)

@@ -14,6 +14,12 @@ CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_DECLARE_LAUNCH)
 CUTE_TRANSPOSE_DECLARE_LAUNCH(copy)
 #undef CUTE_TRANSPOSE_DECLARE_LAUNCH
 
+// The `transpose` op's fast kernel. vectorized_width() is the widest access (16, 8 or 4 bytes)
+// the problem's sizes, strides and alignment allow, or 0 when none does (1- and 2-byte elements
+// with odd sizes): then launch_vectorized() cannot run it and the caller uses another kernel.
+int vectorized_width(Problem const& p);
+cudaError_t launch_vectorized(Problem const& p, cudaStream_t stream);
+
 // The SM architecture (e.g. 90) of the TMA kernel the runtime would load on the current device
 // for this element size, or 0 when that binary has no sm_90 code (so the kernel body is empty).
 int tma_kernel_arch(int element_size);

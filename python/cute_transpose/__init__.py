@@ -14,9 +14,9 @@ import torch
 
 from . import _C  # noqa: F401  (loading the extension registers the ops)
 from ._ops import OPS, VARIANTS, copy, naive_coalesced_read, naive_coalesced_write, \
-    bank_conflict_read, bank_conflict_write, padded, swizzled, tma
+    bank_conflict_read, bank_conflict_write, padded, swizzled, tma, transpose
 
-__all__ = ["VARIANTS", "OPS", "copy", *VARIANTS]
+__all__ = ["VARIANTS", "OPS", "copy", "transpose", *VARIANTS]
 __version__ = "0.1.0"
 
 

@@ -15,8 +15,9 @@ VARIANTS: tuple[str, ...] = (
     "swizzled",
     "tma",
 )
-# Every op the extension registers.
-OPS: tuple[str, ...] = VARIANTS + ("copy",)
+# Every op the extension registers: the variants, the copy ceiling, and `transpose`, which picks
+# the fastest kernel for the shape and accepts any pair of dims.
+OPS: tuple[str, ...] = VARIANTS + ("copy", "transpose")
 
 _lib = torch.ops.cute_transpose
 
@@ -37,9 +38,9 @@ def _register_transpose(name: str) -> Callable[[Tensor], Tensor]:
         return x.new_empty((*x.shape[:-2], x.shape[-1], x.shape[-2]))
 
     def _backward(ctx, grad: Tensor) -> Tensor:
-        # d(x^T) = (dx)^T: transpose the gradient back. The swizzled kernel takes any shape
-        # (tma has alignment constraints that the gradient's shape need not meet).
-        return _lib.swizzled(grad)
+        # d(x^T) = (dx)^T: transpose the gradient back, with the best kernel for its shape
+        # (tma's alignment constraints need not hold for the gradient's shape).
+        return _lib.transpose(grad)
 
     torch.library.register_autograd(qualname, _backward)
 
@@ -73,3 +74,26 @@ torch.library.register_autograd("cute_transpose::copy", lambda ctx, grad: grad)
 def copy(x: Tensor) -> Tensor:
     """A contiguous copy of x through the same tiling machinery: the bandwidth ceiling."""
     return _lib.copy(x)
+
+
+@torch.library.register_fake("cute_transpose::transpose")
+def _transpose_fake(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
+    return x.new_empty(x.transpose(dim0, dim1).shape)
+
+
+def _transpose_setup(ctx, inputs, output) -> None:
+    _, ctx.dim0, ctx.dim1 = inputs
+
+
+torch.library.register_autograd(
+    "cute_transpose::transpose",
+    lambda ctx, grad: (_lib.transpose(grad, ctx.dim0, ctx.dim1), None, None),
+    setup_context=_transpose_setup)
+
+
+def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
+    """x.transpose(dim0, dim1).contiguous() with the fastest kernel for the shape and dtype.
+
+    The last two dims (the default) take the vectorized CuTe kernel on the GPU; other pairs are
+    correct but take ATen's strided copy for now."""
+    return _lib.transpose(x, dim0, dim1)
