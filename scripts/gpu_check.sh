@@ -10,6 +10,12 @@ mkdir -p "$LOG_DIR"
 export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0a}   # just this GPU: a faster build
 export MAX_JOBS=${MAX_JOBS:-16}
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+# setuptools compiles C++ with $CXX, or else the compiler Python was built with. On the GPU
+# test machine both point at /opt/gcc/bin/g++, and a TORCH_CHECK thrown from code it compiled
+# crashes the process (a segfault while unwinding) instead of raising. The system g++ on PATH
+# works: use it unless CUTE_TRANSPOSE_CXX names another. A probe below checks the result.
+export CXX=${CUTE_TRANSPOSE_CXX:-$(command -v g++)}
+export CC=${CUTE_TRANSPOSE_CC:-$(command -v gcc)}
 
 gpu=$(python3 -c "import torch; print(torch.cuda.get_device_name(), 'sm_%d%d' % torch.cuda.get_device_capability(), 'torch', torch.__version__)")
 echo "== GPU: $gpu"
@@ -22,6 +28,22 @@ if ! python3 setup.py build_ext --inplace > "$LOG_DIR/build.log" 2>&1; then
 fi
 build_s=$(( $(date +%s) - start ))
 
+# Probe: an error inside the extension must reach Python as an exception.
+if ! python3 -c "
+import torch, cute_transpose
+try:
+    torch.ops.cute_transpose.copy(torch.zeros(3))
+except RuntimeError as e:
+    assert 'rank >= 2' in str(e)
+else:
+    raise SystemExit('no error raised')
+" > "$LOG_DIR/probe.log" 2>&1; then
+  tail -n 5 "$LOG_DIR/probe.log"
+  echo "== GPU CHECK FAILED: errors raised in the extension crash this process (CXX=$CXX);"
+  echo "   rebuild with another compiler: CUTE_TRANSPOSE_CXX=/path/to/g++ bash scripts/gpu_check.sh"
+  exit 1
+fi
+
 xdist=()
 python3 -c "import xdist" 2>/dev/null && xdist=(-n 8)
 start=$(date +%s)
@@ -32,7 +54,7 @@ test_s=$(( $(date +%s) - start ))
 echo
 echo "== GPU CHECK SUMMARY"
 echo "GPU:    $gpu"
-echo "build:  ok in ${build_s}s (TORCH_CUDA_ARCH_LIST=$TORCH_CUDA_ARCH_LIST)"
+echo "build:  ok in ${build_s}s (TORCH_CUDA_ARCH_LIST=$TORCH_CUDA_ARCH_LIST, CXX=$CXX)"
 echo "tests:  $(tail -n 1 "$LOG_DIR/pytest.log") in ${test_s}s"
 [ "$status" -eq 0 ] && echo "== GPU CHECK PASSED" || echo "== GPU CHECK FAILED (pytest exit $status)"
 exit "$status"

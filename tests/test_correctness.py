@@ -133,3 +133,13 @@ def test_transpose_any_two_dims(dims, device):
 def test_transpose_dim_out_of_range(device):
     with pytest.raises(IndexError, match="out of range"):
         cute_transpose.transpose(torch.zeros(2, 3, device=device), 0, 2)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64,
+                                   torch.complex128], ids=str)
+def test_transpose_of_views_with_unit_row_stride(dtype, device):
+    """Inputs whose last dim is not the contiguous one: no vector path applies."""
+    base = random_tensor((3, 96, 160), dtype, device)
+    for x in (base.transpose(-2, -1), base[:, ::2, :].transpose(-2, -1), base.permute(2, 1, 0)):
+        check_variant("transpose", x)

@@ -127,6 +127,17 @@ CUTE_DEVICE T* shared_tile() {
   return reinterpret_cast<T*>(bytes);
 }
 
+// The largest grid whose blocks are all resident at once (at most one block per tile).
+template <class Kernel>
+dim3 persistent_grid(Kernel kernel, int threads, int64_t tiles) {
+  int device = 0, sms = 1, per_sm = 1;
+  cudaGetDevice(&device);
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0);
+  int64_t const resident = int64_t(sms) * (per_sm > 0 ? per_sm : 1);
+  return dim3(static_cast<unsigned>(tiles < resident ? tiles : resident));
+}
+
 // Launches kernel<<<one block per tile (looping past 2^31-1), threads>>> on `stream`.
 template <class Kernel>
 cudaError_t launch_over_tiles(Kernel kernel, Problem const& p, int64_t bm, int64_t bn, int threads,

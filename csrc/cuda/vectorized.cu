@@ -106,20 +106,28 @@ __global__ void __launch_bounds__(Cfg::kThreads) vectorized_transpose(Problem p)
   Tensor tBlocks = local_partition(make_identity_tensor(Shape<Int<Cfg::CM>, Int<Cfg::CN>>{}),
                                    typename Cfg::StoreThreads{}, threadIdx.x);        // (1,CN/(T/CM))
 
+  //
+  // 1. global -> registers: this thread's vectors of a tile, threads along rows. Staged in
+  //    registers so that the next tile's loads are in flight while this tile is written out.
+  //
+  using LoadThreads = typename Cfg::LoadThreads;
+  Tensor tIn_s = local_partition(sTile, LoadThreads{}, threadIdx.x);  // (BM/(T/CN),1)
+  Tensor rIn = make_tensor<Vec>(shape(tIn_s));                         // (BM/(T/CN),1)
   TileWalk walk(p, Cfg::BM, Cfg::BN);
-  for (int64_t t = blockIdx.x; t < walk.count; t += gridDim.x) {
-    TileCoord tile = walk[t];
-
-    //
-    // 1. global -> shared: whole vectors, threads along rows
-    //
+  auto load = [&](TileCoord const& tile) {
     Tensor gIn = local_tile(mIn(_, _, tile.b), InTile{}, make_coord(tile.m, tile.n));  // (BM,CN)
     Tensor cInTile = local_tile(cIn, InTile{}, make_coord(tile.m, tile.n));             // (BM,CN)
-    copy_tile_part(local_partition(gIn, typename Cfg::LoadThreads{}, threadIdx.x),
-                   local_partition(sTile, typename Cfg::LoadThreads{}, threadIdx.x),
-                   local_partition(cInTile, typename Cfg::LoadThreads{}, threadIdx.x), shape(cIn),
-                   tile.interior);
+    copy_tile_part(local_partition(gIn, LoadThreads{}, threadIdx.x), rIn,
+                   local_partition(cInTile, LoadThreads{}, threadIdx.x), shape(cIn), tile.interior);
+  };
+
+  int64_t t = blockIdx.x;
+  if (t < walk.count) load(walk[t]);
+  for (; t < walk.count; t += gridDim.x) {
+    TileCoord tile = walk[t];
+    copy(rIn, tIn_s);  // registers -> shared (lanes outside the matrix hold stale data, never stored)
     __syncthreads();
+    if (t + gridDim.x < walk.count) load(walk[t + gridDim.x]);  // prefetch the next tile
 
     //
     // 2. shared -> registers -> transpose -> global, one V x V block at a time
@@ -157,9 +165,8 @@ bool divisible(int64_t x, int64_t v) { return x % v == 0; }
 // Whether a problem can be read and written in vectors of V elements (W bytes).
 bool fits_vectors(Problem const& p, int W) {
   int64_t const V = W / p.element_size;
-  if (V < 1) return false;
-  if (V == 1) return true;
-  return (p.col_stride == 1 || p.cols == 1) && divisible(p.cols, V) && divisible(p.rows, V) &&
+  if (V < 1 || !(p.col_stride == 1 || p.cols == 1)) return false;  // the kernel's n stride is 1
+  return divisible(p.cols, V) && divisible(p.rows, V) &&
          (divisible(p.row_stride, V) || p.rows == 1) && (divisible(p.batch_stride, V) || p.batch == 1) &&
          divisible(reinterpret_cast<uintptr_t>(p.src), W) && divisible(reinterpret_cast<uintptr_t>(p.dst), W);
 }
@@ -167,7 +174,12 @@ bool fits_vectors(Problem const& p, int W) {
 template <class T, int W>
 cudaError_t launch_with(Problem const& p, cudaStream_t stream) {
   using Cfg = typename FastConfig<T, W>::type;
-  return launch_over_tiles(vectorized_transpose<Cfg>, p, Cfg::BM, Cfg::BN, Cfg::kThreads, stream);
+  auto kernel = vectorized_transpose<Cfg>;
+  // A persistent grid: as many blocks as fit on the GPU at once, each looping over tiles, so
+  // every block has a next tile to prefetch.
+  kernel<<<persistent_grid(kernel, Cfg::kThreads, TileWalk(p, Cfg::BM, Cfg::BN).count), Cfg::kThreads, 0,
+           stream>>>(p);
+  return cudaGetLastError();
 }
 
 }  // namespace
