@@ -84,7 +84,9 @@ CUTE_DEVICE void transpose_block(Vec const (&in)[V], Vec (&out)[V]) {
   }
 }
 
-template <class Cfg>
+// kPrefetch: a persistent block loads its next tile while it writes out the current one. That
+// costs registers (occupancy), so it pays only when there are few tiles per resident block.
+template <class Cfg, bool kPrefetch>
 __global__ void __launch_bounds__(Cfg::kThreads) vectorized_transpose(Problem p) {
   using T = typename Cfg::T;
   using Vec = typename Cfg::Vec;
@@ -107,27 +109,30 @@ __global__ void __launch_bounds__(Cfg::kThreads) vectorized_transpose(Problem p)
                                    typename Cfg::StoreThreads{}, threadIdx.x);        // (1,CN/(T/CM))
 
   //
-  // 1. global -> registers: this thread's vectors of a tile, threads along rows. Staged in
-  //    registers so that the next tile's loads are in flight while this tile is written out.
+  // 1. global -> shared: whole vectors, threads along rows. With kPrefetch they are staged in
+  //    registers, so that the next tile's loads fly while this one is written out.
   //
   using LoadThreads = typename Cfg::LoadThreads;
   Tensor tIn_s = local_partition(sTile, LoadThreads{}, threadIdx.x);  // (BM/(T/CN),1)
   Tensor rIn = make_tensor<Vec>(shape(tIn_s));                         // (BM/(T/CN),1)
   TileWalk walk(p, Cfg::BM, Cfg::BN);
-  auto load = [&](TileCoord const& tile) {
+  auto load = [&](TileCoord const& tile, auto&& dst) {
     Tensor gIn = local_tile(mIn(_, _, tile.b), InTile{}, make_coord(tile.m, tile.n));  // (BM,CN)
     Tensor cInTile = local_tile(cIn, InTile{}, make_coord(tile.m, tile.n));             // (BM,CN)
-    copy_tile_part(local_partition(gIn, LoadThreads{}, threadIdx.x), rIn,
+    copy_tile_part(local_partition(gIn, LoadThreads{}, threadIdx.x), dst,
                    local_partition(cInTile, LoadThreads{}, threadIdx.x), shape(cIn), tile.interior);
   };
 
-  int64_t t = blockIdx.x;
-  if (t < walk.count) load(walk[t]);
-  for (; t < walk.count; t += gridDim.x) {
+  if (kPrefetch && blockIdx.x < walk.count) load(walk[blockIdx.x], rIn);
+  for (int64_t t = blockIdx.x; t < walk.count; t += gridDim.x) {
     TileCoord tile = walk[t];
-    copy(rIn, tIn_s);  // registers -> shared (lanes outside the matrix hold stale data, never stored)
+    if constexpr (kPrefetch) {
+      copy(rIn, tIn_s);  // lanes outside the matrix hold stale data, which is never stored
+    } else {
+      load(tile, tIn_s);
+    }
     __syncthreads();
-    if (t + gridDim.x < walk.count) load(walk[t + gridDim.x]);  // prefetch the next tile
+    if (kPrefetch && t + gridDim.x < walk.count) load(walk[t + gridDim.x], rIn);
 
     //
     // 2. shared -> registers -> transpose -> global, one V x V block at a time
@@ -171,14 +176,18 @@ bool fits_vectors(Problem const& p, int W) {
          divisible(reinterpret_cast<uintptr_t>(p.src), W) && divisible(reinterpret_cast<uintptr_t>(p.dst), W);
 }
 
+// The launch rule: with many tiles per resident block (8 waves or more), one tile per block and
+// no prefetch; with fewer, a persistent grid with prefetch, which also evens out the last wave.
 template <class T, int W>
 cudaError_t launch_with(Problem const& p, cudaStream_t stream) {
   using Cfg = typename FastConfig<T, W>::type;
-  auto kernel = vectorized_transpose<Cfg>;
-  // A persistent grid: as many blocks as fit on the GPU at once, each looping over tiles, so
-  // every block has a next tile to prefetch.
-  kernel<<<persistent_grid(kernel, Cfg::kThreads, TileWalk(p, Cfg::BM, Cfg::BN).count), Cfg::kThreads, 0,
-           stream>>>(p);
+  int64_t const tiles = TileWalk(p, Cfg::BM, Cfg::BN).count;
+  dim3 const resident = persistent_grid(vectorized_transpose<Cfg, true>, Cfg::kThreads, tiles);
+  if (tiles >= 8 * int64_t(resident.x)) {
+    vectorized_transpose<Cfg, false><<<TileWalk(p, Cfg::BM, Cfg::BN).grid(), Cfg::kThreads, 0, stream>>>(p);
+  } else {
+    vectorized_transpose<Cfg, true><<<resident, Cfg::kThreads, 0, stream>>>(p);
+  }
   return cudaGetLastError();
 }
 
