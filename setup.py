@@ -65,7 +65,7 @@ def want_cuda() -> bool:
 
 
 def make_extension():
-    cpu_sources = ["csrc/ops.cpp", "csrc/problem.cpp", "csrc/cpu_transpose.cpp"]
+    cpu_sources = ["csrc/ops.cpp", "csrc/problem.cpp", "csrc/cpu_transpose.cpp", "csrc/autograd.cpp"]
     cxx_flags = ["-O3"]
     if not want_cuda():
         warnings.warn("cute_transpose: no CUDA toolkit or CPU-only torch "

@@ -58,10 +58,11 @@ CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_CUDA_FN)
 
 at::Tensor copy_cuda(at::Tensor const& x) { return run_cuda(x, Kind::Copy, "copy", &launch_copy); }
 
-// The `transpose` op's kernel choice, a fixed rule: the vectorized kernel wherever sizes,
-// strides and alignment allow whole 4-, 8- or 16-byte vectors; otherwise the swizzled one.
+// The `transpose` op's kernel choice, fixed rules from the benchmark (docs/PERFORMANCE.md): the
+// vectorized kernel wherever sizes, strides and alignment allow vectors of two or more elements
+// (or whole 8- and 16-byte elements); otherwise `padded`, the fastest seed kernel on such shapes.
 cudaError_t launch_best(Problem const& p, cudaStream_t stream) {
-  return vectorized_width(p) ? launch_vectorized(p, stream) : launch_swizzled(p, stream);
+  return vectorized_width(p) ? launch_vectorized(p, stream) : launch_padded(p, stream);
 }
 
 at::Tensor transpose_cuda(at::Tensor const& x, int64_t dim0, int64_t dim1) {

@@ -46,6 +46,8 @@ fi
 
 xdist=()
 python3 -c "import xdist" 2>/dev/null && xdist=(-n 8)
+# A kernel that deadlocks (say, on a TMA barrier) fails its test instead of hanging the run.
+python3 -c "import pytest_timeout" 2>/dev/null && xdist+=(--timeout 300)
 start=$(date +%s)
 python3 -m pytest -q -rfE "${xdist[@]}" tests "$@" 2>&1 | tee "$LOG_DIR/pytest.log"
 status=${PIPESTATUS[0]}

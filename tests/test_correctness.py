@@ -105,17 +105,22 @@ def test_every_torch_dtype(dtype, device):
         assert_bits_equal(run_poisoned(op(name), x, ref.shape), ref)
 
 
-# Sizes that are multiples of 16 (so 16-byte vectors fit for every element size) but not of the
-# tiles, and element offsets that leave the rows 8-, 4- or 2-byte aligned only: every vector
-# width of the `transpose` op's kernel, its edge tiles, and its fallback.
+# The kernels with vector paths (`transpose`, and `tma` on sm_90): sizes that are multiples of
+# 16 (so 16-byte vectors fit for every element size) but not of the tiles, and element offsets
+# that leave the rows 8-, 4- or 2-byte aligned only: every vector width, the edge tiles, and the
+# fallbacks.
+VECTOR_PATHS = ["transpose", "tma"]
+
+
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("offset", [0, 1, 2, 4, 8], ids=lambda o: f"offset{o}")
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64,
                                    torch.complex128], ids=str)
-def test_transpose_vector_widths(dtype, offset, device):
+@pytest.mark.parametrize("name", VECTOR_PATHS)
+def test_vector_widths(name, dtype, offset, device):
     base = random_tensor((2, 208, 336 + 16), dtype, device)
     x = base[:, :, offset:offset + 336]  # (2, 208, 336), rows start `offset` elements in
-    check_variant("transpose", x)
+    check_variant(name, x)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -138,8 +143,9 @@ def test_transpose_dim_out_of_range(device):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64,
                                    torch.complex128], ids=str)
-def test_transpose_of_views_with_unit_row_stride(dtype, device):
+@pytest.mark.parametrize("name", VECTOR_PATHS)
+def test_views_with_unit_row_stride(name, dtype, device):
     """Inputs whose last dim is not the contiguous one: no vector path applies."""
     base = random_tensor((3, 96, 160), dtype, device)
     for x in (base.transpose(-2, -1), base[:, ::2, :].transpose(-2, -1), base.permute(2, 1, 0)):
-        check_variant("transpose", x)
+        check_variant(name, x)

@@ -15,8 +15,8 @@ CUTE_TRANSPOSE_DECLARE_LAUNCH(copy)
 #undef CUTE_TRANSPOSE_DECLARE_LAUNCH
 
 // The `transpose` op's fast kernel. vectorized_width() is the widest access (16, 8 or 4 bytes)
-// the problem's sizes, strides and alignment allow, or 0 when none does (1- and 2-byte elements
-// with odd sizes): then launch_vectorized() cannot run it and the caller uses another kernel.
+// that the problem's sizes, strides and alignment allow and that holds two or more elements (or
+// one 8- or 16-byte element); 0 when there is none: then the caller uses another kernel.
 int vectorized_width(Problem const& p);
 cudaError_t launch_vectorized(Problem const& p, cudaStream_t stream);
 

@@ -120,21 +120,28 @@ CUTE_DEVICE void copy_tile_part(Src const& src, Dst&& dst, Coord const& coord, E
 }
 
 // The block's statically sized shared tile of N elements of T. Raw bytes, because T (such as
-// the 16-byte word) may have a constructor, which __shared__ variables cannot run.
-template <class T, int N, int Align>
+// the 16-byte word) may have a constructor, which __shared__ variables cannot run. Each
+// (T, N, Align, Id) is one buffer: a kernel that needs two buffers gives them different Ids.
+template <class T, int N, int Align, int Id = 0>
 CUTE_DEVICE T* shared_tile() {
   __shared__ alignas(Align) unsigned char bytes[N * sizeof(T)];
   return reinterpret_cast<T*>(bytes);
 }
 
-// The largest grid whose blocks are all resident at once (at most one block per tile).
+// How many blocks of `kernel` fit on one SM at once.
 template <class Kernel>
-dim3 persistent_grid(Kernel kernel, int threads, int64_t tiles) {
-  int device = 0, sms = 1, per_sm = 1;
+int blocks_per_sm(Kernel kernel, int threads) {
+  int per_sm = 1;
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0);
+  return per_sm > 0 ? per_sm : 1;
+}
+
+// The largest grid whose blocks are all resident at once (at most one block per tile).
+inline dim3 persistent_grid(int blocks_per_sm, int64_t tiles) {
+  int device = 0, sms = 1;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0);
-  int64_t const resident = int64_t(sms) * (per_sm > 0 ? per_sm : 1);
+  int64_t const resident = int64_t(sms) * blocks_per_sm;
   return dim3(static_cast<unsigned>(tiles < resident ? tiles : resident));
 }
 

@@ -1,14 +1,22 @@
-// TMA store (sm_90+), the Colfax tutorial's variant: threads read the input tile (coalesced) and
-// store it to shared memory in the layout the TMA unit expects for the *output* tile; then one
-// thread hands the whole tile to the TMA unit, which writes it to global memory and clips it
-// at the matrix edges by itself.
+// TMA store (sm_90+): the transposed tile leaves shared memory through the TMA unit. One thread
+// hands the whole output tile to TMA, which writes it to global memory and clips it at the
+// matrix edges by itself.
 //
-// TMA supports 32/64/128-byte swizzles but not the seeds' Swizzle<5,0,5>. The shared tile is
-// the 128-byte-swizzled "MN-major" atom (m contiguous, rows of 128 bytes, Swizzle<3,4,3> on byte
-// addresses) tiled over (bM,bN) = (128 bytes of m, 64). The output's row pitch (M * element size)
-// must be a multiple of 16 bytes; the torch glue checks that and the compute capability.
+// TMA supports 32/64/128-byte swizzles but not the seeds' Swizzle<5,0,5>, so the output tile is
+// staged in the 128-byte-swizzled "MN-major" layout TMA understands (m contiguous, rows of 128
+// bytes, Swizzle<3,4,3> on byte addresses). Two ways to fill it:
+//   vectorized  (whenever the input can be read in vectors of 2+ elements, vector_tile.cuh):
+//               16-byte loads into a swizzled input tile, V x V register transposes, and 16-byte
+//               stores into the TMA tile -- conflict-free: 8 threads that store at once write 8
+//               consecutive 16-byte chunks of one 128-byte row, which the swizzle keeps distinct;
+//   scalar      (the Colfax tutorial's design, for any other input): threads read elements along
+//               rows and store them one by one into the TMA tile -- 4-way bank conflicts for
+//               4-byte elements, and slow for 1- and 2-byte ones. Colfax measured it behind the
+//               Swizzle<5,0,5> kernel for exactly that reason.
+// The output's row pitch (M * element size) must be a multiple of 16 bytes; the torch glue
+// checks that and the compute capability.
 #include "launch.h"
-#include "tiling.cuh"
+#include "vector_tile.cuh"
 
 #include <cute/atom/copy_traits_sm90_tma.hpp>
 #include <cute/atom/mma_traits_sm90_gmma.hpp>  // the 128-byte-swizzled shared-memory layout atoms
@@ -18,42 +26,108 @@ namespace {
 
 using namespace cute;
 
-template <class T>
-struct TmaTile {
-  using BM = Int<128 / int(sizeof(T))>;  // one 128-byte swizzle row of m
-  using BN = Int<64>;
-  using Shape = cute::Shape<BM, BN>;
-  static constexpr int kThreads = 256;
-  using AlongRows = Layout<cute::Shape<_8, _32>, Stride<_32, _1>>;                // (8,32)
-  using Smem = decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<T>{}, Shape{}));  // (bM,bN)
+// The output tile as TMA stores it: (BM,BN) in input coordinates, m contiguous, 128-byte swizzle.
+template <class T, int BM, int BN>
+using TmaSmem = decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<T>{}, Shape<Int<BM>, Int<BN>>{}));
+
+// The TMA store descriptor for (BM,BN) tiles of the output, viewed in input coordinates.
+template <class T, int BM, int BN>
+auto make_tma_store(Problem const& p) {
   // TMA has no 16-byte element type: move 16-byte elements as pairs of 8-byte ones.
   using Internal = conditional_t<sizeof(T) == 16, uint64_t, T>;
-};
-
-template <class T>
-auto make_tma_store(Problem const& p) {
-  using Tile = TmaTile<T>;
   Tensor gOut = make_tensor(make_gmem_ptr(static_cast<T*>(p.dst)),            // (M,N,B)
                             make_layout(make_shape(p.rows, p.cols, p.batch),
                                         make_stride(Int<1>{}, p.rows, p.rows * p.cols)));
-  return make_tma_copy<typename Tile::Internal>(SM90_TMA_STORE{}, gOut, typename Tile::Smem{},
-                                                typename Tile::Shape{}, Int<1>{});
+  return make_tma_copy<Internal>(SM90_TMA_STORE{}, gOut, TmaSmem<T, BM, BN>{}, Shape<Int<BM>, Int<BN>>{},
+                                 Int<1>{});
 }
 
+template <class T, int BM, int BN>
+using TmaStore = decltype(make_tma_store<T, BM, BN>(std::declval<Problem const&>()));
+
+// Hands the staged tile sOut to TMA (one thread) and waits until TMA has read it.
+template <class Store, class SOut>
+CUTE_DEVICE void store_tile(Store const& tma, SOut const& sOut, Problem const& p, TileCoord const& tile) {
+  tma_store_fence();  // make every thread's shared-memory writes visible to the TMA unit
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    Tensor mOut = tma.get_tma_tensor(make_shape(p.rows, p.cols, p.batch));                      // (M,N,B)
+    Tensor gOut = local_tile(mOut(_, _, tile.b), product_each(shape(sOut)), make_coord(tile.m, tile.n));  // (BM,BN)
+    auto cta_tma = tma.get_slice(Int<0>{});
+    copy(tma, cta_tma.partition_S(sOut), cta_tma.partition_D(gOut));
+    tma_store_arrive();
+    tma_store_wait<0>();
+  }
+  __syncthreads();  // sOut may be refilled
+}
+
+//
+// Vectorized: vector loads, register transposes, vector stores into the TMA tile.
+//
+
+template <class T, int W> struct TmaVecConfig;  // (BM, BN, threads): 16 KiB input + 16 KiB output tile
+template <int W> struct TmaVecConfig<uint8_t, W> { using type = VecTile<uint8_t, W, 128, 128, 64>; };
+template <int W> struct TmaVecConfig<uint16_t, W> { using type = VecTile<uint16_t, W, 128, 64, 128>; };
+template <int W> struct TmaVecConfig<uint32_t, W> { using type = VecTile<uint32_t, W, 64, 64, 256>; };
+template <int W> struct TmaVecConfig<uint64_t, W> { using type = VecTile<uint64_t, W, 32, 64, 256>; };
+template <int W> struct TmaVecConfig<cute::uint128_t, W> { using type = VecTile<cute::uint128_t, W, 32, 32, 256>; };
+
+template <class Cfg, class Store>
+__global__ void __launch_bounds__(Cfg::kThreads) tma_transpose_vectorized(Problem p, CUTE_GRID_CONSTANT Store const tma) {
+#if defined(CUTE_ARCH_TMA_SM90_ENABLED)
+  using T = typename Cfg::T;
+  using Vec = typename Cfg::Vec;
+  using SOut = TmaSmem<T, Cfg::BM, Cfg::BN>;
+  Tensor mIn = input_vectors<Cfg>(p);                                                      // (M,N/V,B)
+  Tensor sIn = make_tensor(make_smem_ptr(shared_tile<Vec, Cfg::BM * Cfg::CN, 128>()),      // (BM,CN)
+                           typename Cfg::Smem{});
+  Tensor sOut = make_tensor(make_smem_ptr(shared_tile<T, cosize_v<SOut>, 1024, 1>()), SOut{});  // (BM,BN)
+  Tensor tIn_s = local_partition(sIn, typename Cfg::LoadThreads{}, threadIdx.x);           // (BM/(T/CN),1)
+
+  TileWalk walk(p, Cfg::BM, Cfg::BN);
+  for (int64_t t = blockIdx.x; t < walk.count; t += gridDim.x) {
+    TileCoord tile = walk[t];
+    load_tile<Cfg>(mIn, tile, tIn_s);  // 1. global -> shared, whole vectors
+    __syncthreads();
+    // 2. shared -> registers -> transposed V x V blocks -> the TMA tile; output row n of the
+    //    tile is column n of sOut, and a vector is V consecutive m (contiguous there).
+    transpose_blocks<Cfg>(sIn, [&](int n, int mv, Vec const& v) {
+      *reinterpret_cast<Vec*>(&sOut(mv * Cfg::V, n)) = v;
+    });
+    store_tile(tma, sOut, p, tile);  // 3. shared -> global, by TMA
+  }
+#endif
+}
+
+template <class T, int W>
+cudaError_t launch_vectorized_tma(Problem const& p, cudaStream_t stream) {
+  using Cfg = typename TmaVecConfig<T, W>::type;
+  auto tma = make_tma_store<T, Cfg::BM, Cfg::BN>(p);
+  tma_transpose_vectorized<Cfg, TmaStore<T, Cfg::BM, Cfg::BN>>
+      <<<TileWalk(p, Cfg::BM, Cfg::BN).grid(), Cfg::kThreads, 0, stream>>>(p, tma);
+  return cudaGetLastError();
+}
+
+//
+// Scalar (Colfax): element-wise loads along rows, element-wise stores into the TMA tile.
+//
+
 template <class T>
-using TmaStore = decltype(make_tma_store<T>(std::declval<Problem const&>()));
+struct ScalarTile {
+  static constexpr int BM = 128 / int(sizeof(T));  // one 128-byte swizzle row of m
+  static constexpr int BN = 64;
+  static constexpr int kThreads = 256;
+  using AlongRows = Layout<Shape<_8, _32>, Stride<_32, _1>>;  // (8,32)
+};
 
 template <class T, class Store>
-__global__ void __launch_bounds__(TmaTile<T>::kThreads) tma_transpose(Problem p, CUTE_GRID_CONSTANT Store const tma) {
+__global__ void __launch_bounds__(256) tma_transpose_scalar(Problem p, CUTE_GRID_CONSTANT Store const tma) {
 #if defined(CUTE_ARCH_TMA_SM90_ENABLED)
-  using Tile = typename TmaTile<T>::Shape;
-  using AlongRows = typename TmaTile<T>::AlongRows;
-  using Smem = typename TmaTile<T>::Smem;
-
-  // 128-byte swizzles repeat every 1 KiB: the tile must start on a 1 KiB boundary.
-  Tensor sTile = make_tensor(make_smem_ptr(shared_tile<T, cosize_v<Smem>, 1024>()), Smem{});  // (bM,bN)
+  using Tile = Shape<Int<ScalarTile<T>::BM>, Int<ScalarTile<T>::BN>>;
+  using AlongRows = typename ScalarTile<T>::AlongRows;
+  using SOut = TmaSmem<T, ScalarTile<T>::BM, ScalarTile<T>::BN>;
+  Tensor sOut = make_tensor(make_smem_ptr(shared_tile<T, cosize_v<SOut>, 1024>()), SOut{});  // (bM,bN)
   Tensor mIn = input_view<T>(p);                                    // (M,N,B)
-  Tensor mOut = tma.get_tma_tensor(make_shape(p.rows, p.cols, p.batch));  // (M,N,B) TMA coordinates
   Tensor cIn = make_identity_tensor(make_shape(p.rows, p.cols));    // (M,N) -> (m,n)
 
   TileWalk walk(p, size<0>(Tile{}), size<1>(Tile{}));
@@ -61,57 +135,54 @@ __global__ void __launch_bounds__(TmaTile<T>::kThreads) tma_transpose(Problem p,
     TileCoord tile = walk[t];
     Tensor gIn = local_tile(mIn(_, _, tile.b), Tile{}, make_coord(tile.m, tile.n));   // (bM,bN)
     Tensor cTile = local_tile(cIn, Tile{}, make_coord(tile.m, tile.n));                // (bM,bN)
-
-    //
-    // 1. global -> shared, threads along rows (out-of-range elements stay unwritten; TMA clips them)
-    //
+    // global -> shared, threads along rows (out-of-range elements stay unwritten; TMA clips them)
     copy_tile_part(local_partition(gIn, AlongRows{}, threadIdx.x),    // (bM/8,bN/32)
-                   local_partition(sTile, AlongRows{}, threadIdx.x),  // (bM/8,bN/32)
+                   local_partition(sOut, AlongRows{}, threadIdx.x),   // (bM/8,bN/32)
                    local_partition(cTile, AlongRows{}, threadIdx.x),  // (bM/8,bN/32)
                    shape(cIn), tile.interior);
-    tma_store_fence();  // make this thread's shared-memory writes visible to the TMA unit
-    __syncthreads();
-
-    //
-    // 2. shared -> global, one thread issues the TMA store of the whole tile
-    //
-    if (threadIdx.x == 0) {
-      Tensor gOut = local_tile(mOut(_, _, tile.b), Tile{}, make_coord(tile.m, tile.n));  // (bM,bN)
-      auto cta_tma = tma.get_slice(Int<0>{});
-      copy(tma, cta_tma.partition_S(sTile), cta_tma.partition_D(gOut));
-      tma_store_arrive();
-      tma_store_wait<0>();  // the store has read sTile before anyone overwrites it
-    }
-    __syncthreads();
+    store_tile(tma, sOut, p, tile);  // shared -> global, by TMA
   }
 #endif
+}
+
+template <class T>
+auto scalar_kernel() {
+  return tma_transpose_scalar<T, TmaStore<T, ScalarTile<T>::BM, ScalarTile<T>::BN>>;
+}
+
+template <class T>
+cudaError_t launch_scalar_tma(Problem const& p, cudaStream_t stream) {
+  using Tile = ScalarTile<T>;
+  auto tma = make_tma_store<T, Tile::BM, Tile::BN>(p);
+  scalar_kernel<T>()<<<TileWalk(p, Tile::BM, Tile::BN).grid(), Tile::kThreads, 0, stream>>>(p, tma);
+  return cudaGetLastError();
 }
 
 }  // namespace
 
 cudaError_t launch_tma(Problem const& p, cudaStream_t stream) {
-  return with_element_type(p.element_size, [&](auto t) {
+  int const W = vectorized_width(p);
+  return with_element_type(p.element_size, [&](auto t) -> cudaError_t {
     using T = decltype(t);
-    using Tile = TmaTile<T>;
-    auto tma = make_tma_store<T>(p);
-    TileWalk walk(p, Tile::BM::value, Tile::BN::value);
-    tma_transpose<T, TmaStore<T>><<<walk.grid(), Tile::kThreads, 0, stream>>>(p, tma);
-    return cudaGetLastError();
+    constexpr int E = sizeof(T);
+    if constexpr (worth_it(E, 16)) if (W == 16) return launch_vectorized_tma<T, 16>(p, stream);
+    if constexpr (worth_it(E, 8)) if (W == 8) return launch_vectorized_tma<T, 8>(p, stream);
+    if constexpr (worth_it(E, 4)) if (W == 4) return launch_vectorized_tma<T, 4>(p, stream);
+    return launch_scalar_tma<T>(p, stream);
   });
 }
 
 int tma_kernel_arch(int element_size) {
   cudaFuncAttributes attr{};
   cudaError_t err = with_element_type(element_size, [&](auto t) {
-    using T = decltype(t);
-    return cudaFuncGetAttributes(&attr, tma_transpose<T, TmaStore<T>>);
+    return cudaFuncGetAttributes(&attr, scalar_kernel<decltype(t)>());
   });
-  // ptxVersion is the virtual architecture the loaded code was compiled for: below 90 the
-  // kernel body was compiled out (it is then JIT-compiled from older PTX, or absent).
   if (err != cudaSuccess) {
     (void)cudaGetLastError();  // clear it, so the next launch check does not report it
     return 0;
   }
+  // ptxVersion is the virtual architecture the loaded code was compiled for: below 90 the
+  // kernel bodies were compiled out (the code is then JIT-compiled from older PTX, or absent).
   return attr.ptxVersion;
 }
 

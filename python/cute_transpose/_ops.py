@@ -1,4 +1,6 @@
-"""Typed Python entry points, fake (meta) kernels and autograd for the cute_transpose ops."""
+"""Typed Python entry points and fake (meta) kernels for the cute_transpose ops.
+
+Autograd is registered in C++ (csrc/autograd.cpp), so that calls stay in C++."""
 
 from typing import Callable
 
@@ -37,13 +39,6 @@ def _register_transpose(name: str) -> Callable[[Tensor], Tensor]:
         _check_rank(x, name)
         return x.new_empty((*x.shape[:-2], x.shape[-1], x.shape[-2]))
 
-    def _backward(ctx, grad: Tensor) -> Tensor:
-        # d(x^T) = (dx)^T: transpose the gradient back, with the best kernel for its shape
-        # (tma's alignment constraints need not hold for the gradient's shape).
-        return _lib.transpose(grad)
-
-    torch.library.register_autograd(qualname, _backward)
-
     def fn(x: Tensor) -> Tensor:
         return op(x)
 
@@ -68,9 +63,6 @@ def _copy_fake(x: Tensor) -> Tensor:
     return x.new_empty(x.shape)
 
 
-torch.library.register_autograd("cute_transpose::copy", lambda ctx, grad: grad)
-
-
 def copy(x: Tensor) -> Tensor:
     """A contiguous copy of x through the same tiling machinery: the bandwidth ceiling."""
     return _lib.copy(x)
@@ -79,16 +71,6 @@ def copy(x: Tensor) -> Tensor:
 @torch.library.register_fake("cute_transpose::transpose")
 def _transpose_fake(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
     return x.new_empty(x.transpose(dim0, dim1).shape)
-
-
-def _transpose_setup(ctx, inputs, output) -> None:
-    _, ctx.dim0, ctx.dim1 = inputs
-
-
-torch.library.register_autograd(
-    "cute_transpose::transpose",
-    lambda ctx, grad: (_lib.transpose(grad, ctx.dim0, ctx.dim1), None, None),
-    setup_context=_transpose_setup)
 
 
 def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:

@@ -1,0 +1,160 @@
+// What the vectorized kernels share (the `transpose` op's kernel and the TMA variant): W-byte
+// vectors of V = W / sizeof(T) elements, the tile geometry, the register transpose of V x V
+// blocks, and the two phases of a tile:
+//   1. threads along rows load the (BM,BN) input tile as (BM, BN/V) vectors into shared memory;
+//   2. each thread takes a V x V block of elements -- V vectors from V consecutive rows --,
+//      transposes it in registers (byte permutes for 1- and 2-byte elements), and hands over V
+//      vectors of V consecutive output rows. Consecutive threads take consecutive blocks down
+//      the tile's columns, so each output row is written in long contiguous runs.
+// Shared memory is addressed in vectors and swizzled at vector granularity: Swizzle<B,0,log2 BN>
+// XORs the block-row index (m / V) into the vector column, so the 128/W threads that share a
+// shared-memory wavefront hit distinct banks in both phases (B = log2(128 / W)).
+#pragma once
+
+#include "tiling.cuh"
+
+namespace cute_transpose {
+
+// A W-byte vector as 32-bit words; its alignment lets the compiler emit one W-byte access.
+template <int W>
+struct alignas(W) Words {
+  uint32_t word[W / 4];
+};
+
+constexpr int log2i(int x) { return x <= 1 ? 0 : 1 + log2i(x / 2); }
+
+template <class T_, int W, int BM_, int BN_, int Threads>
+struct VecTile {
+  using T = T_;
+  using Vec = Words<W>;
+  static constexpr int kThreads = Threads;
+  static constexpr int V = W / int(sizeof(T));  // elements per vector
+  static constexpr int BM = BM_, BN = BN_;      // tile, in elements
+  static constexpr int CN = BN / V;             // vectors in a tile row (input side)
+  static constexpr int CM = BM / V;             // vectors in a tile column (output side)
+  static constexpr int kSwizzleBits = log2i(128 / W);
+  static_assert(V >= 1 && BM % V == 0 && BN % V == 0);
+  static_assert(Threads % CN == 0 && BM % (Threads / CN) == 0, "load threads must tile (BM, CN)");
+  static_assert(Threads % CM == 0 && CN % (Threads / CM) == 0, "store threads must tile (CM, CN)");
+  static_assert(CN >= (1 << kSwizzleBits), "the swizzle needs that many vector columns");
+
+  // Phase 1: threads along tile rows, one vector each per step: (Threads/CN, CN).
+  using LoadThreads = cute::Layout<cute::Shape<cute::Int<Threads / CN>, cute::Int<CN>>,
+                                   cute::Stride<cute::Int<CN>, cute::_1>>;
+  // Phase 2: threads over the (CM, CN) grid of V x V blocks, block rows fastest.
+  using StoreThreads = cute::Layout<cute::Shape<cute::Int<CM>, cute::Int<Threads / CM>>,
+                                    cute::Stride<cute::_1, cute::Int<CM>>>;
+  using Smem = decltype(cute::composition(
+      cute::Swizzle<kSwizzleBits, 0, log2i(BN)>{},
+      cute::Layout<cute::Shape<cute::Int<BM>, cute::Int<CN>>, cute::Stride<cute::Int<CN>, cute::_1>>{}));  // (BM,CN)
+};
+
+// out[j] = column j of the V x V block whose rows are in[0..V): element k of out[j] is
+// element j of in[k]. Elements of 4 bytes or more are whole words: only registers move.
+template <class T, int V, class Vec>
+CUTE_DEVICE void transpose_block(Vec const (&in)[V], Vec (&out)[V]) {
+  constexpr int kWords = sizeof(Vec) / 4;
+  if constexpr (sizeof(T) >= 4) {
+    constexpr int kWordsPerElem = sizeof(T) / 4;
+    CUTE_UNROLL
+    for (int j = 0; j < V; ++j)
+      CUTE_UNROLL
+      for (int k = 0; k < V; ++k)
+        CUTE_UNROLL
+        for (int q = 0; q < kWordsPerElem; ++q)
+          out[j].word[k * kWordsPerElem + q] = in[k].word[j * kWordsPerElem + q];
+  } else if constexpr (sizeof(T) == 2) {
+    // Output word w of column j: the halves j of rows 2w and 2w+1.
+    CUTE_UNROLL
+    for (int j = 0; j < V; ++j)
+      CUTE_UNROLL
+      for (int w = 0; w < kWords; ++w)
+        out[j].word[w] = __byte_perm(in[2 * w].word[j / 2], in[2 * w + 1].word[j / 2], (j & 1) ? 0x7632 : 0x5410);
+  } else {
+    // Output word w of column j: the bytes j of rows 4w .. 4w+3, paired up, then joined.
+    CUTE_UNROLL
+    for (int j = 0; j < V; ++j) {
+      uint32_t const pick = (j & 3) | ((4 + (j & 3)) << 4);  // byte j%4 of each operand
+      CUTE_UNROLL
+      for (int w = 0; w < kWords; ++w) {
+        uint32_t const lo = __byte_perm(in[4 * w].word[j / 4], in[4 * w + 1].word[j / 4], pick);
+        uint32_t const hi = __byte_perm(in[4 * w + 2].word[j / 4], in[4 * w + 3].word[j / 4], pick);
+        out[j].word[w] = __byte_perm(lo, hi, 0x5410);
+      }
+    }
+  }
+}
+
+inline bool divisible(int64_t x, int64_t v) { return x % v == 0; }
+
+// Whether a problem can be read and written in vectors of V elements (W bytes).
+inline bool fits_vectors(Problem const& p, int W) {
+  int64_t const V = W / p.element_size;
+  if (V < 1 || !(p.col_stride == 1 || p.cols == 1)) return false;  // the kernel's n stride is 1
+  return divisible(p.cols, V) && divisible(p.rows, V) &&
+         (divisible(p.row_stride, V) || p.rows == 1) && (divisible(p.batch_stride, V) || p.batch == 1) &&
+         divisible(reinterpret_cast<uintptr_t>(p.src), W) && divisible(reinterpret_cast<uintptr_t>(p.dst), W);
+}
+
+//
+// Global views in vectors, and the two phases of a tile.
+//
+
+template <class Cfg>
+CUTE_HOST_DEVICE auto input_vectors(Problem const& p) {  // (M,N/V,B)
+  using namespace cute;
+  return make_tensor(make_gmem_ptr(static_cast<typename Cfg::Vec const*>(p.src)),
+                     make_layout(make_shape(p.rows, p.cols / Cfg::V, p.batch),
+                                 make_stride(p.row_stride / Cfg::V, _1{}, p.batch_stride / Cfg::V)));
+}
+
+template <class Cfg>
+CUTE_HOST_DEVICE auto output_vectors(Problem const& p) {  // (N,M/V,B)
+  using namespace cute;
+  return make_tensor(make_gmem_ptr(static_cast<typename Cfg::Vec*>(p.dst)),
+                     make_layout(make_shape(p.cols, p.rows / Cfg::V, p.batch),
+                                 make_stride(p.rows / Cfg::V, _1{}, p.rows * p.cols / Cfg::V)));
+}
+
+// Phase 1: this thread's vectors of the tile, from mIn (M,N/V,B) into dst, a LoadThreads
+// partition of the shared tile or a register copy of one.
+template <class Cfg, class MIn, class Dst>
+CUTE_DEVICE void load_tile(MIn const& mIn, TileCoord const& tile, Dst&& dst) {
+  using namespace cute;
+  using InTile = Shape<Int<Cfg::BM>, Int<Cfg::CN>>;
+  using LoadThreads = typename Cfg::LoadThreads;
+  Tensor cIn = make_identity_tensor(select<0, 1>(shape(mIn)));                          // (M,N/V)
+  Tensor gIn = local_tile(mIn(_, _, tile.b), InTile{}, make_coord(tile.m, tile.n));    // (BM,CN)
+  Tensor cTile = local_tile(cIn, InTile{}, make_coord(tile.m, tile.n));                // (BM,CN)
+  copy_tile_part(local_partition(gIn, LoadThreads{}, threadIdx.x), dst,
+                 local_partition(cTile, LoadThreads{}, threadIdx.x), shape(cIn), tile.interior);
+}
+
+// Phase 2: for each of this thread's V x V blocks of the shared tile sTile (BM,CN), transpose
+// it in registers and call store(n, mv, vector) for its V output vectors, where n is the output
+// row within the tile and mv the vector column (m / V) within the tile.
+template <class Cfg, class STile, class Store>
+CUTE_DEVICE void transpose_blocks(STile const& sTile, Store&& store) {
+  using namespace cute;
+  constexpr int V = Cfg::V;
+  using Vec = typename Cfg::Vec;
+  Tensor tBlocks = local_partition(make_identity_tensor(Shape<Int<Cfg::CM>, Int<Cfg::CN>>{}),  // (1,CN/(T/CM))
+                                   typename Cfg::StoreThreads{}, threadIdx.x);
+  CUTE_UNROLL
+  for (int i = 0; i < size(tBlocks); ++i) {
+    int const block_m = get<0>(tBlocks(i)), block_n = get<1>(tBlocks(i));
+    Vec rows[V], cols[V];
+    CUTE_UNROLL
+    for (int k = 0; k < V; ++k) rows[k] = sTile(block_m * V + k, block_n);
+    transpose_block<typename Cfg::T, V>(rows, cols);
+    CUTE_UNROLL
+    for (int j = 0; j < V; ++j) store(block_n * V + j, block_m, cols[j]);
+  }
+}
+
+// A width is worth using when a vector holds two or more elements, or a whole 8- or 16-byte
+// element: with single 4-, 2- or 1-byte elements the seed kernels measured faster.
+constexpr bool worth_it(int element_size, int W) { return W >= 2 * element_size || (element_size >= 8 && W == element_size); }
+
+
+}  // namespace cute_transpose
