@@ -644,7 +644,13 @@ def setup_device(dry_run: bool) -> tuple[torch.device, str]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    if not args.dry_run and not torch.cuda.is_available():
+        print("bench.py: no CUDA GPU on this machine, so this is the CPU demo instead: every op on "
+              "tiny shapes, checked bit-exactly against torch and timed on the CPU. The benchmark "
+              "itself needs a GPU.", file=sys.stderr)
+        args = parse_args([*argv, "--dry-run"])
     device, device_name = setup_device(args.dry_run)
     torch.manual_seed(0)
     specs = select_ops(args.ops, args.dry_run)
