@@ -20,16 +20,11 @@ __global__ void __launch_bounds__(SeedTile<T>::kThreads) smem_transpose(Problem 
 
   Tensor sTile = make_tensor(make_smem_ptr(shared_tile<T, cosize_v<SmemLayout>, 128>()),  // (bM,bN)
                              SmemLayout{});
-  Tensor mIn = input_view<T>(p);                                    // (M,N,B)
-  Tensor mOut = transposed_output_view<T>(p);                       // (M,N,B)
-  Tensor cIn = make_identity_tensor(make_shape(p.rows, p.cols));    // (M,N) -> (m,n)
+  Tensor mOut = transposed_output_view<T>(p);  // (M,N,B)
+  auto const extent = make_shape(p.rows, p.cols);
 
-  TileWalk walk(p, size<0>(Tile{}), size<1>(Tile{}));
-  for (int64_t t = blockIdx.x; t < walk.count; t += gridDim.x) {
-    TileCoord tile = walk[t];
-    Tensor gIn = local_tile(mIn(_, _, tile.b), Tile{}, make_coord(tile.m, tile.n));   // (bM,bN)
-    Tensor gOut = local_tile(mOut(_, _, tile.b), Tile{}, make_coord(tile.m, tile.n)); // (bM,bN)
-    Tensor cTile = local_tile(cIn, Tile{}, make_coord(tile.m, tile.n));                // (bM,bN)
+  for_each_tile<T>(p, Tile{}, [&](TileCoord const& tile, auto const& gIn, auto const& cTile) {  // (bM,bN)
+    Tensor gOut = local_tile(mOut(_, _, tile.b), Tile{}, make_coord(tile.m, tile.n));         // (bM,bN)
 
     //
     // 1. global -> shared, threads along rows
@@ -37,7 +32,7 @@ __global__ void __launch_bounds__(SeedTile<T>::kThreads) smem_transpose(Problem 
     Tensor tIn_g = local_partition(gIn, AlongRows{}, threadIdx.x);    // (bM/tM,bN/tN)
     Tensor tIn_s = local_partition(sTile, AlongRows{}, threadIdx.x);  // (bM/tM,bN/tN)
     Tensor tIn_c = local_partition(cTile, AlongRows{}, threadIdx.x);  // (bM/tM,bN/tN)
-    copy_tile_part(tIn_g, tIn_s, tIn_c, shape(cIn), tile.interior);
+    copy_tile_part(tIn_g, tIn_s, tIn_c, extent, tile.interior);
     __syncthreads();
 
     //
@@ -46,9 +41,9 @@ __global__ void __launch_bounds__(SeedTile<T>::kThreads) smem_transpose(Problem 
     Tensor tOut_s = local_partition(sTile, DownColumns{}, threadIdx.x);  // (bM/32,bN/8)
     Tensor tOut_g = local_partition(gOut, DownColumns{}, threadIdx.x);   // (bM/32,bN/8)
     Tensor tOut_c = local_partition(cTile, DownColumns{}, threadIdx.x);  // (bM/32,bN/8)
-    copy_tile_part(tOut_s, tOut_g, tOut_c, shape(cIn), tile.interior);
+    copy_tile_part(tOut_s, tOut_g, tOut_c, extent, tile.interior);
     __syncthreads();  // the next tile reuses sTile
-  }
+  });
 }
 
 // Launches smem_transpose with the layout SmemLayoutOf<T>::type for the problem's element size.

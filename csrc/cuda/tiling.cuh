@@ -104,6 +104,22 @@ struct TileWalk {
   dim3 grid() const { return dim3(static_cast<unsigned>(count < INT_MAX ? count : INT_MAX)); }
 };
 
+// Runs body(tile, gIn, cTile) for every (bM,bN) tile this block owns, where gIn is the input
+// tile and cTile holds each element's (m, n) in the matrix. Tiles are walked n-fastest; a block
+// loops when there are more tiles than blocks.
+template <class T, class TileShape, class Body>
+CUTE_DEVICE void for_each_tile(Problem const& p, TileShape tile_shape, Body&& body) {
+  using namespace cute;
+  Tensor mIn = input_view<T>(p);                                  // (M,N,B)
+  Tensor cIn = make_identity_tensor(make_shape(p.rows, p.cols));  // (M,N) -> (m,n)
+  TileWalk walk(p, size<0>(tile_shape), size<1>(tile_shape));
+  for (int64_t t = blockIdx.x; t < walk.count; t += gridDim.x) {
+    TileCoord tile = walk[t];
+    body(tile, local_tile(mIn(_, _, tile.b), tile_shape, make_coord(tile.m, tile.n)),  // (bM,bN)
+         local_tile(cIn, tile_shape, make_coord(tile.m, tile.n)));                     // (bM,bN)
+  }
+}
+
 // Copies this thread's part of a tile. `coord` holds each element's (m, n) in the matrix;
 // elements outside `extent` are skipped, unless the tile is interior.
 template <class Src, class Dst, class Coord, class Extent>

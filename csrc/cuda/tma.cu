@@ -127,21 +127,14 @@ __global__ void __launch_bounds__(256) tma_transpose_scalar(Problem p, CUTE_GRID
   using AlongRows = typename ScalarTile<T>::AlongRows;
   using SOut = TmaSmem<T, ScalarTile<T>::BM, ScalarTile<T>::BN>;
   Tensor sOut = make_tensor(make_smem_ptr(shared_tile<T, cosize_v<SOut>, 1024>()), SOut{});  // (bM,bN)
-  Tensor mIn = input_view<T>(p);                                    // (M,N,B)
-  Tensor cIn = make_identity_tensor(make_shape(p.rows, p.cols));    // (M,N) -> (m,n)
-
-  TileWalk walk(p, size<0>(Tile{}), size<1>(Tile{}));
-  for (int64_t t = blockIdx.x; t < walk.count; t += gridDim.x) {
-    TileCoord tile = walk[t];
-    Tensor gIn = local_tile(mIn(_, _, tile.b), Tile{}, make_coord(tile.m, tile.n));   // (bM,bN)
-    Tensor cTile = local_tile(cIn, Tile{}, make_coord(tile.m, tile.n));                // (bM,bN)
+  for_each_tile<T>(p, Tile{}, [&](TileCoord const& tile, auto const& gIn, auto const& cTile) {  // (bM,bN)
     // global -> shared, threads along rows (out-of-range elements stay unwritten; TMA clips them)
     copy_tile_part(local_partition(gIn, AlongRows{}, threadIdx.x),    // (bM/8,bN/32)
                    local_partition(sOut, AlongRows{}, threadIdx.x),   // (bM/8,bN/32)
                    local_partition(cTile, AlongRows{}, threadIdx.x),  // (bM/8,bN/32)
-                   shape(cIn), tile.interior);
+                   make_shape(p.rows, p.cols), tile.interior);
     store_tile(tma, sOut, p, tile);  // shared -> global, by TMA
-  }
+  });
 #endif
 }
 
