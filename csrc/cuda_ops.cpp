@@ -71,7 +71,28 @@ at::Tensor transpose_cuda(at::Tensor const& x, int64_t dim0, int64_t dim1) {
                         copy_cuda);
 }
 
+std::tuple<at::Tensor, at::Tensor, at::Tensor> smem_access_map(c10::string_view variant, int64_t element_size) {
+  TORCH_CHECK(element_size == 1 || element_size == 2 || element_size == 4 || element_size == 8 || element_size == 16,
+              "cute_transpose._smem_access_map: element size must be 1, 2, 4, 8 or 16 bytes, got ", element_size);
+  SmemAccessMap map;
+#define CUTE_TRANSPOSE_PICK(name) \
+  if (variant == #name) map = smem_access_map_##name(static_cast<int>(element_size));
+  CUTE_TRANSPOSE_SMEM_VARIANTS(CUTE_TRANSPOSE_PICK)
+#undef CUTE_TRANSPOSE_PICK
+  TORCH_CHECK(!map.tile.empty(), "cute_transpose._smem_access_map: '", variant,
+              "' is not a shared-memory seed variant (bank_conflict_read, bank_conflict_write, padded, swizzled)");
+  auto as_tensor = [](std::vector<int64_t> const& v, int64_t cols) {
+    return at::tensor(v, at::kLong).view({-1, cols});
+  };
+  return {as_tensor(map.store, 32), as_tensor(map.load, 32), as_tensor(map.tile, map.cols)};
+}
+
 }  // namespace
+
+// Host-side analysis, no tensors in: one kernel for every dispatch key.
+TORCH_LIBRARY_FRAGMENT(cute_transpose, m) {
+  m.def("_smem_access_map(str variant, int element_size) -> (Tensor, Tensor, Tensor)", &smem_access_map);
+}
 
 TORCH_LIBRARY_IMPL(cute_transpose, CUDA, m) {
 #define CUTE_TRANSPOSE_IMPL(name) m.impl(#name, &name##_cuda);

@@ -24,4 +24,7 @@ struct ColumnMajorSmem {  // (bM,bN):(1,bM)
 cudaError_t launch_bank_conflict_read(Problem const& p, cudaStream_t s) { return launch_smem_transpose<RowMajorSmem>(p, s); }
 cudaError_t launch_bank_conflict_write(Problem const& p, cudaStream_t s) { return launch_smem_transpose<ColumnMajorSmem>(p, s); }
 
+SmemAccessMap smem_access_map_bank_conflict_read(int element_size) { return smem_access_map<RowMajorSmem>(element_size); }
+SmemAccessMap smem_access_map_bank_conflict_write(int element_size) { return smem_access_map<ColumnMajorSmem>(element_size); }
+
 }  // namespace cute_transpose

@@ -4,6 +4,9 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdint>
+#include <vector>
+
 #include "problem.h"
 #include "variants.h"
 
@@ -19,6 +22,20 @@ CUTE_TRANSPOSE_DECLARE_LAUNCH(copy)
 // one 8- or 16-byte element); 0 when there is none: then the caller uses another kernel.
 int vectorized_width(Problem const& p);
 cudaError_t launch_vectorized(Problem const& p, cudaStream_t stream);
+
+// Where a shared-memory seed variant touches shared memory, for bank analysis
+// (cute_transpose.banks): the byte address that each lane of warp 0 accesses at each step of
+// phase 1 (the store) and of phase 2 (the load), and the byte address of every (m, n) of the
+// tile. Evaluated from the kernel's own layouts (smem_transpose.cuh).
+struct SmemAccessMap {
+  int element_size = 0, rows = 0, cols = 0;
+  std::vector<int64_t> store, load;  // (steps, 32), row-major
+  std::vector<int64_t> tile;         // (rows, cols), row-major
+};
+#define CUTE_TRANSPOSE_SMEM_VARIANTS(X) X(bank_conflict_read) X(bank_conflict_write) X(padded) X(swizzled)
+#define CUTE_TRANSPOSE_DECLARE_MAP(name) SmemAccessMap smem_access_map_##name(int element_size);
+CUTE_TRANSPOSE_SMEM_VARIANTS(CUTE_TRANSPOSE_DECLARE_MAP)
+#undef CUTE_TRANSPOSE_DECLARE_MAP
 
 // The SM architecture (e.g. 90) of the TMA kernel the runtime would load on the current device
 // for this element size, or 0 when that binary has no sm_90 code (so the kernel body is empty).

@@ -18,4 +18,6 @@ struct PaddedSmem {  // (bM,bN):(bN+1,1)
 
 cudaError_t launch_padded(Problem const& p, cudaStream_t s) { return launch_smem_transpose<PaddedSmem>(p, s); }
 
+SmemAccessMap smem_access_map_padded(int element_size) { return smem_access_map<PaddedSmem>(element_size); }
+
 }  // namespace cute_transpose

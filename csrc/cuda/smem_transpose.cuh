@@ -6,6 +6,7 @@
 // SmemLayout sends a warp's 32 addresses in each phase.
 #pragma once
 
+#include "launch.h"
 #include "tiling.cuh"
 
 namespace cute_transpose {
@@ -55,6 +56,37 @@ cudaError_t launch_smem_transpose(Problem const& p, cudaStream_t stream) {
     return launch_over_tiles(smem_transpose<T, typename SmemLayoutOf<T>::type>, p, Tile::BM::value,
                              Tile::BN::value, Tile::kThreads, stream);
   });
+}
+
+// Where the kernel above touches shared memory (SmemAccessMap, launch.h), computed on the host
+// from the same SmemLayout and thread partitions as the kernel.
+template <template <class> class SmemLayoutOf>
+SmemAccessMap smem_access_map(int element_size) {
+  using namespace cute;
+  SmemAccessMap map;
+  with_element_type(element_size, [&](auto t) {
+    using T = decltype(t);
+    using Tile = typename SeedTile<T>::Shape;
+    using Smem = typename SmemLayoutOf<T>::type;
+    auto const bytes = [](auto coord) { return int64_t(Smem{}(coord)) * int64_t(sizeof(T)); };
+    auto const warp = [&](auto threads, std::vector<int64_t>& out) {
+      int const steps = size(local_partition(make_identity_tensor(Tile{}), threads, 0));
+      out.assign(size_t(steps) * 32, 0);
+      for (int lane = 0; lane < 32; ++lane) {
+        Tensor coords = local_partition(make_identity_tensor(Tile{}), threads, lane);
+        for (int i = 0; i < steps; ++i) out[size_t(i) * 32 + lane] = bytes(coords(i));
+      }
+    };
+    warp(typename SeedTile<T>::AlongRows{}, map.store);
+    warp(typename SeedTile<T>::DownColumns{}, map.load);
+    map.element_size = sizeof(T);
+    map.rows = size<0>(Tile{});
+    map.cols = size<1>(Tile{});
+    for (int m = 0; m < map.rows; ++m)
+      for (int n = 0; n < map.cols; ++n) map.tile.push_back(bytes(make_coord(m, n)));
+    return cudaSuccess;
+  });
+  return map;
 }
 
 }  // namespace cute_transpose

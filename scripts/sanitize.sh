@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# compute-sanitizer over every op x element size on odd and batched shapes (the extension must be
+# built in place first, e.g. by scripts/gpu_check.sh). Prints each tool's error summary, then a
+# one-line verdict; exits non-zero on any finding.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+LOG_DIR=${OUT:-/tmp}/sanitize
+mkdir -p "$LOG_DIR"
+status=0
+for tool in memcheck racecheck synccheck initcheck; do
+  # Only this extension's kernels are watched (their names all contain cute_transpose).
+  compute-sanitizer --tool "$tool" --kernel-name kns=cute_transpose --error-exitcode 3 \
+    python3 scripts/sanitize_cases.py > "$LOG_DIR/$tool.log" 2>&1
+  rc=$?
+  summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$LOG_DIR/$tool.log" | tail -n 1)
+  cases=$(grep -E "^sanitize_cases:" "$LOG_DIR/$tool.log")
+  echo "$tool: ${summary:-no summary} | ${cases:-no cases line} | exit $rc"
+  [ "$rc" -eq 0 ] || status=1
+done
+[ "$status" -eq 0 ] && echo "== SANITIZERS: no findings" || echo "== SANITIZERS: FINDINGS (logs: $LOG_DIR)"
+exit "$status"
