@@ -40,7 +40,10 @@ def random_tensor(shape, dtype, device="cpu", generator=None):
 def as_bytes(t):
     """The bits of a contiguous tensor, as (..., element bytes) uint8."""
     assert t.is_contiguous()
-    return t.reshape(-1).view(torch.uint8).reshape(*t.shape, t.element_size())
+    # Contiguity ignores the strides of size-1 dims (a 1-element tensor may have stride 2):
+    # address the elements as the dense run they are.
+    flat = t.as_strided((t.numel(),), (1,))
+    return flat.view(torch.uint8).reshape(*t.shape, t.element_size())
 
 
 def transpose_reference(x):

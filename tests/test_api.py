@@ -10,8 +10,9 @@ ALL_OPS = cute_transpose.OPS
 
 
 def test_python_names_match_cpp_registrations():
+    # Names starting with "_" are private helpers (the bank-map analysis), not transposes.
     registered = {name.split("::", 1)[1] for name in torch._C._dispatch_get_all_op_names()
-                  if name.startswith("cute_transpose::")}
+                  if name.startswith("cute_transpose::") and not name.startswith("cute_transpose::_")}
     assert registered == set(ALL_OPS)
     assert set(cute_transpose.VARIANTS) < set(ALL_OPS)
     for name in ALL_OPS:

@@ -1,6 +1,7 @@
 """Robustness: CUDA-graph capture and replay, concurrent streams from two threads, and a
 seeded, time-bounded fuzz over shapes, dtypes and strides (CPU always, GPU where present)."""
 
+import math
 import random
 import threading
 import time
@@ -75,8 +76,12 @@ FUZZ_DTYPES = [torch.bool, torch.uint8, torch.int8, torch.float16, torch.bfloat1
 def random_view(rng, device):
     """A random tensor of rank 2-4, possibly sliced, stepped, transposed or expanded."""
     rank = rng.randint(2, 4)
-    shape = [rng.choice([0, 1, 2, 3, 7, 16, 33, 64, 100, 129, 257]) if rng.random() < 0.9
-             else rng.randint(1, 600) for _ in range(rank)]
+    shape = []
+    for _ in range(rank):  # at most 2^21 elements in all
+        room = (1 << 21) // max(1, math.prod(shape))
+        size = rng.choice([0, 1, 2, 3, 7, 16, 33, 64, 100, 129, 257]) if rng.random() < 0.9 \
+            else rng.randint(1, 600)
+        shape.append(min(size, room))
     dtype = rng.choice(FUZZ_DTYPES)
     base_shape = [s + rng.randint(0, 3) for s in shape]
     x = random_tensor(tuple(base_shape), dtype, device,
