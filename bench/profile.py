@@ -68,7 +68,8 @@ def worker(size: int) -> None:
 def run_ncu(size: int) -> list[dict[str, float]]:
     with tempfile.TemporaryDirectory() as tmp:
         log = Path(tmp) / "ncu.csv"
-        cmd = ["ncu", "--clock-control", "none", "--kernel-name", "regex:cute_transpose",
+        cmd = ["ncu", "--clock-control", "none", "--kernel-name-base", "demangled",
+               "--kernel-name", "regex:cute_transpose::",
                "--metrics", ",".join(METRICS.values()), "--csv", "--page", "raw",
                "--log-file", str(log), sys.executable, __file__, "--worker", "--size", str(size)]
         subprocess.run(cmd, check=True, env={**os.environ, "PYTHONPATH": str(REPO / "python")})
