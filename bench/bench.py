@@ -36,9 +36,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-import torch
-
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# Run as a script, this folder leads sys.path, and its profile.py (the ncu table) would shadow
+# the standard library's `profile`, which torch.compile imports. Import this folder's modules as
+# the package `bench` (from the repository root) instead.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(REPO_ROOT))
+
+import torch  # noqa: E402
 try:
     import cute_transpose
 except ImportError:  # not on PYTHONPATH: fall back to the checkout's python/ folder
@@ -114,8 +119,8 @@ def make_compiled_transpose() -> TensorFn:
 
 
 def import_sibling(name: str):
-    """Import bench/<name>.py whether this file runs as a script or as the module bench.bench."""
-    return importlib.import_module(f"{__package__}.{name}" if __package__ else name)
+    """Import bench/<name>.py as bench.<name> (see the sys.path note at the top)."""
+    return importlib.import_module(f"bench.{name}")
 
 
 def make_triton_transpose() -> TensorFn:
