@@ -67,8 +67,7 @@ cudaError_t launch_best(Problem const& p, cudaStream_t stream) {
 
 at::Tensor transpose_cuda(at::Tensor const& x, int64_t dim0, int64_t dim1) {
   return transpose_dims(x, dim0, dim1,
-                        [](at::Tensor const& t) { return run_cuda(t, Kind::Transpose, "transpose", &launch_best); },
-                        copy_cuda);
+                        [](at::Tensor const& t) { return run_cuda(t, Kind::Transpose, "transpose", &launch_best); });
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> smem_access_map(c10::string_view variant, int64_t element_size) {

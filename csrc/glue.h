@@ -24,15 +24,14 @@ struct Prepared {
 Prepared prepare(at::Tensor const& x, Kind kind, char const* op);
 
 // transpose(x, dim0, dim1): swapping the last two dims (either order) is what `last_two(x)`
-// computes; equal dims give a plain copy; any other pair takes ATen's strided copy for now.
-// The result is always a new contiguous tensor.
-template <class LastTwo, class Copy>
-at::Tensor transpose_dims(at::Tensor const& x, int64_t dim0, int64_t dim1, LastTwo&& last_two, Copy&& copy) {
+// computes; any other pair, equal dims of a tensor of any rank included, takes ATen's strided
+// copy for now. The result is always a new contiguous tensor.
+template <class LastTwo>
+at::Tensor transpose_dims(at::Tensor const& x, int64_t dim0, int64_t dim1, LastTwo&& last_two) {
   int64_t const rank = x.dim();
   dim0 = c10::maybe_wrap_dim(dim0, rank);
   dim1 = c10::maybe_wrap_dim(dim1, rank);
-  if (dim0 == dim1) return copy(x);
-  if (std::min(dim0, dim1) == rank - 2 && std::max(dim0, dim1) == rank - 1) return last_two(x);
+  if (dim0 != dim1 && std::min(dim0, dim1) == rank - 2 && std::max(dim0, dim1) == rank - 1) return last_two(x);
   auto transposed = x.transpose(dim0, dim1);
   return at::empty(transposed.sizes(), x.options().memory_format(at::MemoryFormat::Contiguous)).copy_(transposed);
 }

@@ -35,8 +35,7 @@ CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_CPU_FN)
 at::Tensor copy_cpu(at::Tensor const& x) { return cpu_op<Kind::Copy>(x, "copy"); }
 
 at::Tensor transpose_cpu(at::Tensor const& x, int64_t dim0, int64_t dim1) {
-  return transpose_dims(x, dim0, dim1, [](at::Tensor const& t) { return cpu_op<Kind::Transpose>(t, "transpose"); },
-                        copy_cpu);
+  return transpose_dims(x, dim0, dim1, [](at::Tensor const& t) { return cpu_op<Kind::Transpose>(t, "transpose"); });
 }
 
 }  // namespace

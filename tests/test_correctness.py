@@ -135,6 +135,17 @@ def test_transpose_any_two_dims(dims, device):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("shape, dims", [((7,), (0, 0)), ((7,), (-1, 0)), ((), (0, 0)), ((3, 4), (1, 1))])
+def test_transpose_equal_dims_is_a_copy_like_torch(shape, dims, device):
+    x = random_tensor(shape, torch.int16, device)
+    out = cute_transpose.transpose(x, *dims)
+    assert_bits_equal(out, x.transpose(*dims).contiguous())
+    assert x.numel() == 0 or out.data_ptr() != x.data_ptr()
+    meta = cute_transpose.transpose(x.to("meta"), *dims)  # the fake kernel agrees
+    assert meta.shape == out.shape
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_transpose_dim_out_of_range(device):
     with pytest.raises(IndexError, match="out of range"):
         cute_transpose.transpose(torch.zeros(2, 3, device=device), 0, 2)

@@ -64,7 +64,8 @@ def _copy_fake(x: Tensor) -> Tensor:
 
 
 def copy(x: Tensor) -> Tensor:
-    """A contiguous copy of x through the same tiling machinery: the bandwidth ceiling."""
+    """A contiguous copy of x with the seed kernels' tiles and scalar accesses: their ceiling.
+    (torch's clone, with wide vector accesses, is the device's.)"""
     return _lib.copy(x)
 
 
