@@ -61,7 +61,9 @@ def find_cute_headers() -> Path:
 
 
 def want_cuda() -> bool:
-    return CUDA_HOME is not None and torch.version.cuda is not None
+    """A CUDA toolkit (nvcc under CUDA_HOME) and a CUDA build of torch; a GPU is not needed."""
+    return (CUDA_HOME is not None and (Path(CUDA_HOME) / "bin" / "nvcc").exists()
+            and torch.version.cuda is not None)
 
 
 def make_extension():
