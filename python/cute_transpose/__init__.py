@@ -6,8 +6,9 @@ Every variant maps a tensor of shape (..., M, N) to a new contiguous tensor of s
     import cute_transpose
     y = cute_transpose.swizzled(x)              # or torch.ops.cute_transpose.swizzled(x)
 
-The variants follow the classic transpose ladder (see README.md); ``copy`` is the same-shape
-copy that marks the bandwidth ceiling.
+The variants follow the classic transpose ladder (see README.md). ``copy`` is a same-shape copy
+with the seed kernels' tiles: their ceiling. ``transpose(x, dim0, dim1)`` picks the fastest
+kernel for the shape.
 """
 
 import torch
