@@ -55,6 +55,12 @@ def transpose_reference(x):
         return bytes_.transpose(-3, -2).contiguous().view(x.dtype).squeeze(-1)
 
 
+def expected(name, x):
+    """What op `name` must return for x: a contiguous copy for `copy`, else the transpose."""
+    x = x.detach()
+    return x.contiguous() if name == "copy" else transpose_reference(x)
+
+
 def assert_bits_equal(out, ref):
     assert out.shape == ref.shape, (out.shape, ref.shape)
     assert out.dtype == ref.dtype and out.device == ref.device

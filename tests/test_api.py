@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import cute_transpose
-from conftest import DEVICES, HAS_CUDA, IS_SM90, assert_bits_equal, op, random_tensor
+from conftest import DEVICES, HAS_CUDA, IS_SM90, assert_bits_equal, expected, op, random_tensor
 
 ALL_OPS = cute_transpose.OPS
 
@@ -23,10 +23,6 @@ def sample(name, device, dtype=torch.float32, requires_grad=False):
     # (batch, M, N) with M * 4 bytes a multiple of 16, so `tma` accepts it on sm_90.
     x = torch.randn(3, 36, 20, dtype=dtype, device=device)
     return x.requires_grad_(requires_grad)
-
-
-def expected(name, x):
-    return x.detach().contiguous() if name == "copy" else x.detach().transpose(-2, -1).contiguous()
 
 
 def skip_if_unsupported(name, device):

@@ -10,13 +10,9 @@ import pytest
 import torch
 
 import cute_transpose
-from conftest import DEVICES, HAS_CUDA, IS_SM90, assert_bits_equal, op, random_tensor, transpose_reference
+from conftest import DEVICES, HAS_CUDA, IS_SM90, assert_bits_equal, expected, op, random_tensor
 
 ALL_OPS = cute_transpose.OPS
-
-
-def expected(name, x):
-    return x.contiguous() if name == "copy" else transpose_reference(x)
 
 
 def usable(name):
