@@ -3,17 +3,29 @@
 
 Run from the repository root (after building the extension)::
 
-    PYTHONPATH=python python bench/bench.py             # full run: ~3 min on an H100, ~5 min
-                                                        # with cold Triton/Inductor caches
-    PYTHONPATH=python python bench/bench.py --quick     # a subset: ~1 min
+    PYTHONPATH=python python bench/bench.py             # full run: ~3 min on an H100 for the
+                                                        # matrices, ~1 min more for the
+                                                        # permutations; longer with cold
+                                                        # Triton/Inductor caches
+    PYTHONPATH=python python bench/bench.py --quick     # a subset: ~1.5 min
     PYTHONPATH=python python bench/bench.py --dry-run   # CPU plumbing test with tiny shapes
+    PYTHONPATH=python python bench/bench.py --permute-only   # only the permutations section
+    PYTHONPATH=python python bench/bench.py --no-permute     # only the matrix section
 
 For every shape x dtype cell, each op is first checked bit-exactly against
 ``x.transpose(-2, -1).contiguous()`` (or ``x`` for the copies), then timed with
 ``triton.testing.do_bench`` (median, L2 flushed before each call). A cell reads
 ``GB/s (ratio)`` with GB/s = 2 * x.nbytes / time and ratio = time(torch clone) / time(op) from the
 same run. A small host-overhead measurement (256x256 float32, back-to-back calls) follows.
-Results go to stdout (a markdown table) and to <out>/<gpu-name>.{json,md,png}.
+
+A second section, "Permutations", times ``x.permute(dims).contiguous()`` on the layouts of
+bench/permute_cases.py (attention heads, NCHW <-> NHWC, rank-4/5, a strided packed-qkv slice):
+torch clone of a contiguous tensor of the same size (the ratio baseline), eager, torch.compile
+and ``cute_transpose.permute``, each checked bit-exactly against eager first, and marks each row
+against the goal in permute_cases.GOAL_TEXT.
+
+Results go to stdout (markdown tables) and to <out>/<gpu-name>.{json,md,png}, plus
+<out>/<gpu-name>-permute.png (the permutation rows' ratios to clone).
 The exit status is non-zero when any op produced a wrong result or failed unexpectedly.
 """
 
@@ -50,6 +62,9 @@ except ImportError:  # not on PYTHONPATH: fall back to the checkout's python/ fo
     sys.path.append(str(REPO_ROOT / "python"))
     import cute_transpose
 
+from bench.permute_cases import (GOAL_RATIO_TO_CLONE, GOAL_TEXT, PERMUTE_CASES,  # noqa: E402
+                                 PermuteCase)
+
 Shape = tuple[int, ...]
 TensorFn = Callable[[torch.Tensor], torch.Tensor]
 
@@ -68,6 +83,7 @@ QUICK_SHAPES: tuple[Shape, ...] = ((8192, 8192), (1000, 3001))
 QUICK_DTYPES = ("float32", "bfloat16")
 DRY_SHAPES: tuple[Shape, ...] = ((64, 96), (3, 33, 65))
 DRY_DTYPES = ("float32", "uint8")
+QUICK_PERMUTE_DTYPES = ("bfloat16",)  # --quick runs each permutation row in one dtype
 HEADLINE_SHAPES: tuple[Shape, ...] = ((32768, 32768), (8192, 8192))  # the chart's subplots
 TINY_SHAPE: Shape = (256, 256)
 
@@ -268,6 +284,15 @@ class Result:
     def bad(self) -> bool:
         return self.status in ("WRONG", "error")
 
+    def where(self) -> str:
+        """The cell, for messages."""
+        return f"{shape_text(self.shape)} {self.dtype}"
+
+
+def first_line(e: Exception) -> str:
+    """An exception in one line, for a table's footnote or the stderr summary."""
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
 
 def run_op(spec: OpSpec, x: torch.Tensor, timer: Timer) -> tuple[str, Optional[float], str]:
     """Check one op on x, then time it if correct. Returns (status, ms, detail)."""
@@ -277,7 +302,7 @@ def run_op(spec: OpSpec, x: torch.Tensor, timer: Timer) -> tuple[str, Optional[f
             return "WRONG", None, "output differs from the reference"
         return "ok", timer(lambda: fn(x)), ""
     except Exception as e:  # noqa: BLE001  (recorded in the results, never fatal)
-        detail = (str(e).strip().splitlines() or [type(e).__name__])[0]
+        detail = first_line(e)
         unsupported = (spec.name == "tma" and isinstance(e, RuntimeError)
                        and not isinstance(e, torch.OutOfMemoryError))
         return ("n/a" if unsupported else "error"), None, detail
@@ -301,10 +326,15 @@ def add_metrics(results: list[Result], nbytes: int) -> None:
 
 def fits_in_memory(nbytes: int, device: torch.device) -> bool:
     """The skip rule: input + output + 1 GiB of slack must fit in free GPU memory."""
+    return bytes_fit(2 * nbytes, device)
+
+
+def bytes_fit(footprint: int, device: torch.device) -> bool:
+    """`footprint` bytes + 1 GiB of slack fit in free GPU memory (always true on the CPU)."""
     if device.type != "cuda":
         return True
     free, _ = torch.cuda.mem_get_info(device)
-    return 2 * nbytes + MEMORY_SLACK_BYTES <= free
+    return footprint + MEMORY_SLACK_BYTES <= free
 
 
 def release_memory(device: torch.device) -> None:
@@ -358,14 +388,12 @@ class Progress:
 
 
 def run_all(cells: list[tuple[Shape, str]], specs: list[OpSpec], timer: Timer,
-            device: torch.device) -> list[Result]:
-    progress = Progress(len(cells))
+            device: torch.device, progress: Progress) -> list[Result]:
     results: list[Result] = []
     for shape, dtype_name in cells:
         progress.start(f"{shape_text(shape)} {dtype_name}")
         results += run_cell(shape, dtype_name, specs, timer, device)
         progress.done()
-    progress.close()
     return results
 
 
@@ -433,8 +461,11 @@ def tiny_table(tiny: list[Result]) -> str:
     return markdown_table(["op", "µs / call"], rows)
 
 
-def render_markdown(meta: dict, results: list[Result], tiny: list[Result], specs: list[OpSpec]) -> str:
-    """The report printed to stdout and written to <gpu-name>.md."""
+def render_markdown(meta: dict, results: list[Result], tiny: list[Result], specs: list[OpSpec],
+                    permute: Optional[PermuteSection]) -> str:
+    """The report printed to stdout and written to <gpu-name>.md: the matrix section (absent
+    with --permute-only, which leaves no results), then the permutations (absent with
+    --no-permute)."""
     timing = meta["timing"]
     lines = [
         f"# cute_transpose benchmark: {meta['device_name']}",
@@ -445,17 +476,25 @@ def render_markdown(meta: dict, results: list[Result], tiny: list[Result], specs
         f"Timing: {timing['method']}. Each cell: GB/s = 2 x bytes / time, and in brackets the "
         "ratio time(torch clone) / time(op) from the same run (higher is better). "
         "WRONG = failed the bit-exact check (not timed); n/a = unsupported shape.",
-        "",
-        results_table(results, specs),
-        "",
-        "Columns:",
-        *(f"- `{s.label}`: {s.description}" for s in specs),
-        "",
-        f"## Host-inclusive time per call, {shape_text(TINY_SHAPE)} float32 "
-        f"({meta['tiny_calls']} back-to-back calls between two synchronisations)",
-        "",
-        tiny_table(tiny),
     ]
+    if results:
+        lines += [
+            "",
+            results_table(results, specs),
+            "",
+            "Columns:",
+            *(f"- `{s.label}`: {s.description}" for s in specs),
+        ]
+    if tiny:
+        lines += [
+            "",
+            f"## Host-inclusive time per call, {shape_text(TINY_SHAPE)} float32 "
+            f"({meta['tiny_calls']} back-to-back calls between two synchronisations)",
+            "",
+            tiny_table(tiny),
+        ]
+    if permute is not None:
+        lines += ["", *permute_markdown(permute)]
     return "\n".join(lines) + "\n"
 
 
@@ -567,21 +606,334 @@ def sanitize(name: str) -> str:
 
 
 def write_outputs(out_dir: Path, meta: dict, results: list[Result], tiny: list[Result],
-                  specs: list[OpSpec], markdown: str) -> list[Path]:
-    """<out>/<gpu-name>.json (raw numbers), .md (the printed report) and .png (the chart)."""
+                  specs: list[OpSpec], permute: Optional[PermuteSection],
+                  markdown: str) -> list[Path]:
+    """<out>/<gpu-name>.json (raw numbers), .md (the printed report), .png (the matrix chart)
+    and -permute.png (the permutations chart), each chart where its section ran."""
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / sanitize(meta["device_name"])
     payload = {"meta": meta,
                "results": [dataclasses.asdict(r) for r in results],
                "tiny": [{**dataclasses.asdict(r), "us_per_call": r.ms * 1e3 if r.ms else None}
-                        for r in tiny]}
+                        for r in tiny],
+               **(permute_json(permute) if permute is not None else {})}
     paths = [stem.with_suffix(".json"), stem.with_suffix(".md")]
     paths[0].write_text(json.dumps(payload, indent=1) + "\n")
     paths[1].write_text(markdown)
     png = stem.with_suffix(".png")
-    if plot_chart(results, specs, f"Transpose bandwidth: {meta['device_name']}", png):
+    if results and plot_chart(results, specs, f"Transpose bandwidth: {meta['device_name']}", png):
         paths.append(png)
+    permute_png = stem.with_name(stem.name + "-permute.png")
+    if permute is not None and permute.results and plot_permute_chart(
+            permute, f"x.permute(dims).contiguous(), ratio to clone: {meta['device_name']}",
+            permute_png):
+        paths.append(permute_png)
     return paths
+
+
+# --------------------------------------------------------------------------------------------
+# The permutations section: x.permute(dims).contiguous() on the rows of permute_cases.py
+# --------------------------------------------------------------------------------------------
+
+Dims = tuple[int, ...]
+PermuteCell = tuple[PermuteCase, str]  # a case and one of its dtypes: one row of the table
+
+
+@dataclass(frozen=True)
+class PermuteOpSpec:
+    """One op of the permutations section. `make(dims)` is called once per row and returns the
+    function to time."""
+
+    name: str
+    expects: str                    # "copy": runs on a contiguous tensor and must return it;
+                                    # "permute": runs on the row's input, must equal eager
+    make: Callable[[Dims], TensorFn]
+    description: str
+    gpu_only: bool = False
+
+
+def eager_permute(dims: Dims) -> TensorFn:
+    """What a PyTorch user writes, and the reference every op of the section is checked against."""
+    return lambda x: x.permute(dims).contiguous()
+
+
+def make_compiled_permute(dims: Dims) -> TensorFn:
+    """torch.compile of eager_permute, reset first (as make_compiled_transpose) so that each row
+    compiles afresh for its own shape and strides. The check's call compiles it and do_bench's
+    warmup warms it, so compilation is never timed."""
+    torch._dynamo.reset()
+    return torch.compile(eager_permute(dims), dynamic=False, fullgraph=True)
+
+
+def cute_permute(dims: Dims) -> TensorFn:
+    return lambda x: torch.ops.cute_transpose.permute(x, list(dims))
+
+
+PERMUTE_OPS: tuple[PermuteOpSpec, ...] = (
+    PermuteOpSpec("clone", "copy", lambda dims: torch_clone,
+                  "torch `x.clone()` of a contiguous tensor of the row's size: the baseline of "
+                  "every ratio"),
+    PermuteOpSpec("eager", "permute", eager_permute,
+                  "`x.permute(dims).contiguous()`, also the reference of the bit-exact check"),
+    PermuteOpSpec("compile", "permute", make_compiled_permute,
+                  "`torch.compile` of eager (fullgraph, dynamic=False, compiled per row)",
+                  gpu_only=True),
+    PermuteOpSpec("permute", "permute", cute_permute, "`cute_transpose.permute(x, dims)`"),
+)
+
+
+@dataclass
+class PermuteResult(Result):
+    """One op on one permutation row; `shape` is the input's (the view's, when strided)."""
+
+    case: str = ""
+    dims: Dims = ()
+    strided: bool = False
+
+    def where(self) -> str:
+        return f"{self.case} ({shape_text(self.shape)}) {self.dtype}"
+
+
+@dataclass
+class PermuteSection:
+    """The section as the report sees it: its ops and results, or why it did not run."""
+
+    specs: list[PermuteOpSpec]
+    results: list[PermuteResult] = dataclasses.field(default_factory=list)
+    skipped: str = ""               # why the section did not run ("" when it ran)
+
+
+def permute_section(args: argparse.Namespace) -> Optional[PermuteSection]:
+    """The section's ops; None with --no-permute (no section at all). A build without the
+    permute op (it lands separately from the transpose ops) gives a section that says so."""
+    if args.no_permute:
+        return None
+    if not hasattr(torch.ops.cute_transpose, "permute"):
+        return PermuteSection([], skipped="this build of cute_transpose has no "
+                                          "`torch.ops.cute_transpose.permute` op")
+    return PermuteSection([s for s in PERMUTE_OPS if not (args.dry_run and s.gpu_only)])
+
+
+def resolve_permute_cells(args: argparse.Namespace) -> list[PermuteCell]:
+    """Each case in each of its dtypes, case-major; with --dtypes only those listed, with
+    --quick bfloat16 only. The CPU demo shrinks every shape, so it finishes in seconds."""
+    wanted = args.dtypes or (QUICK_PERMUTE_DTYPES if args.quick else None)
+    cases = [c.shrunk() if args.dry_run else c for c in PERMUTE_CASES]
+    return [(c, d) for c in cases for d in c.dtypes if wanted is None or d in wanted]
+
+
+def permute_input(case: PermuteCase, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """The row's input: random data in a tensor of the case's parent shape, and for a packed
+    case its slice 1 along the packed dim, a strided view that the ops take as is."""
+    parent = random_input(case.parent_shape, dtype, device)
+    return parent if case.packed is None else parent.select(case.packed[0], 1)
+
+
+def permute_footprint(case: PermuteCase, itemsize: int) -> int:
+    """The bytes one row holds at once: the input's storage, a contiguous copy of a strided
+    input (clone's source), the eager reference and one op's output."""
+    nbytes = case.numel * itemsize
+    contiguous_copy = nbytes if case.packed is not None else 0
+    return math.prod(case.parent_shape) * itemsize + contiguous_copy + 2 * nbytes
+
+
+def same_bits(out: torch.Tensor, expected: torch.Tensor) -> bool:
+    """`out` is contiguous and bit-for-bit equal to `expected` (compared as bytes, so NaN
+    payloads and the sign of zero count)."""
+    if out.shape != expected.shape or out.dtype != expected.dtype or not out.is_contiguous():
+        return False
+    return torch.equal(out.reshape(-1).view(torch.uint8),
+                       expected.contiguous().reshape(-1).view(torch.uint8))
+
+
+def run_permute_op(spec: PermuteOpSpec, x: torch.Tensor, source: torch.Tensor,
+                   reference: torch.Tensor, dims: Dims,
+                   timer: Timer) -> tuple[str, Optional[float], str]:
+    """Check one op (a copy on the contiguous `source`, a permutation on x), then time it if
+    correct. Returns (status, ms, detail)."""
+    arg, expected = (source, source) if spec.expects == "copy" else (x, reference)
+    try:
+        fn = spec.make(dims)
+        if not same_bits(fn(arg), expected):
+            return "WRONG", None, "output differs from " + ("its input" if spec.expects == "copy"
+                                                            else "eager")
+        return "ok", timer(lambda: fn(arg)), ""
+    except Exception as e:  # noqa: BLE001  (recorded in the results, never fatal)
+        return "error", None, first_line(e)
+
+
+def run_permute_cell(case: PermuteCase, dtype_name: str, specs: list[PermuteOpSpec],
+                     timer: Timer, device: torch.device) -> list[PermuteResult]:
+    """All ops of the section on one random input of the case, in one dtype."""
+    dtype = DTYPES[dtype_name]
+
+    def result(op: str, status: str, ms: Optional[float] = None, detail: str = "") -> PermuteResult:
+        return PermuteResult(case.shape, dtype_name, op, status, ms, detail=detail, case=case.name,
+                             dims=case.dims, strided=case.packed is not None)
+
+    if not bytes_fit(permute_footprint(case, dtype.itemsize), device):
+        return [result(s.name, "skipped: too large") for s in specs]
+    x = permute_input(case, dtype, device)
+    source = x.contiguous()  # clone's input: x itself unless x is strided
+    reference = x.permute(case.dims).contiguous()
+    results = [result(s.name, *run_permute_op(s, x, source, reference, case.dims, timer))
+               for s in specs]
+    del x, source, reference
+    release_memory(device)
+    add_metrics(results, case.numel * dtype.itemsize)
+    return results
+
+
+def run_permute_all(cells: list[PermuteCell], specs: list[PermuteOpSpec], timer: Timer,
+                    device: torch.device, progress: Progress) -> list[PermuteResult]:
+    results: list[PermuteResult] = []
+    for case, dtype_name in cells:
+        progress.start(f"{case.name} {dtype_name}")
+        results += run_permute_cell(case, dtype_name, specs, timer, device)
+        progress.done()
+    return results
+
+
+def dims_text(dims: Dims) -> str:
+    return "(" + ",".join(map(str, dims)) + ")"
+
+
+def permute_rows(results: list[PermuteResult]) -> dict[tuple[str, str], dict[str, PermuteResult]]:
+    """The results by row (case, dtype), in run order, then by op."""
+    rows: dict[tuple[str, str], dict[str, PermuteResult]] = {}
+    for r in results:
+        rows.setdefault((r.case, r.dtype), {})[r.op] = r
+    return rows
+
+
+def goal_met(ops: dict[str, PermuteResult]) -> Optional[bool]:
+    """One row against GOAL_TEXT. False as soon as one part of the goal is missed (a WRONG or
+    failed permute misses it); None where a number the verdict needs is missing: a skipped row,
+    a failed clone or torch.compile, or the CPU demo, which has no torch.compile."""
+    p, c = ops.get("permute"), ops.get("compile")
+    if p is None or p.status.startswith("skipped"):
+        return None
+    if p.status != "ok":
+        return False
+    if p.ratio is not None and p.ratio < GOAL_RATIO_TO_CLONE:
+        return False
+    if c is not None and c.status == "ok" and c.ms <= p.ms:
+        return False
+    if p.ratio is None or c is None or c.status != "ok":
+        return None
+    return True
+
+
+GOAL_MARKS = {True: "✓", False: "✗", None: "–"}
+
+
+def permute_table(section: PermuteSection) -> str:
+    """Rows = case x dtype, columns = ops ('GB/s (ratio)') and the goal mark, plus a
+    geomean-ratio row."""
+    specs = section.specs
+    rows = []
+    for ops in permute_rows(section.results).values():
+        first = next(iter(ops.values()))
+        shape = shape_text(first.shape) + (" strided" if first.strided else "")
+        rows.append([first.case, shape, dims_text(first.dims), first.dtype,
+                     *(cell_text(ops[s.name]) if s.name in ops else "" for s in specs),
+                     GOAL_MARKS[goal_met(ops)]])
+    ratios = [geomean([r.ratio for r in section.results if r.op == s.name and r.ratio])
+              for s in specs]
+    rows.append(["geomean ratio", "", "", "", *(f"{g:.2f}" if g else "" for g in ratios), ""])
+    return markdown_table(["row", "shape", "dims", "dtype", *(s.name for s in specs), "goal"],
+                          rows, left_cols=4)
+
+
+def permute_markdown(section: PermuteSection) -> list[str]:
+    """The report's "Permutations" section."""
+    title = "## Permutations: `x.permute(dims).contiguous()`"
+    if section.skipped:
+        return [title, "", f"Skipped: {section.skipped}."]
+    verdicts = [goal_met(ops) for ops in permute_rows(section.results).values()]
+    met, judged = verdicts.count(True), sum(v is not None for v in verdicts)
+    unjudged = len(verdicts) - judged
+    return [
+        title,
+        "",
+        f"Goal: {GOAL_TEXT}. Met on {met} of {judged} rows"
+        + (f" ({unjudged} more cannot be judged here: –)" if unjudged else "") + ".",
+        "",
+        "Each row: one random input of the shape shown, contiguous except the strided one (a "
+        "slice of a packed (B, S, 3, H, D) qkv, taken as is), permuted by dims. Cells as above: "
+        "GB/s = 2 x bytes / time, and the ratio time(clone) / time(op) from the same row. "
+        "WRONG = differs bit-wise from eager (not timed).",
+        "",
+        permute_table(section),
+        "",
+        "Columns:",
+        *(f"- `{s.name}`: {s.description}" for s in section.specs),
+        f"- `goal`: ✓ meets \"{GOAL_TEXT}\", ✗ misses it, – cannot be judged here",
+    ]
+
+
+def plot_permute_chart(section: PermuteSection, title: str, path: Path) -> bool:
+    """Horizontal bars, one group per row: each op's ratio to clone, with clone (1.0) and the
+    goal as vertical lines. Twenty-odd rows of four numbers are hard to compare in a table."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib.lines import Line2D
+        from matplotlib.patches import Patch
+    except ImportError:
+        warnings.warn("matplotlib is not installed: no permutation chart written")
+        return False
+    rows = permute_rows(section.results)
+    if not any(r.ratio for r in section.results):
+        warnings.warn("no permutation row was measured: no permutation chart written")
+        return False
+    bar_ops = [s.name for s in section.specs if s.name != "clone"]
+    colors = [matplotlib.colormaps["tab10"](k) for k in range(len(bar_ops))]
+    height = 0.84 / max(1, len(bar_ops))
+
+    fig, ax = plt.subplots(figsize=(9.0, 1.5 + 0.13 * len(rows) * (len(bar_ops) + 1)))
+    for g, ops in enumerate(rows.values()):
+        for i, op in enumerate(bar_ops):
+            r = ops.get(op)
+            y = g + (i - (len(bar_ops) - 1) / 2) * height
+            if r is not None and r.ratio is not None:
+                ax.barh(y, r.ratio, height, color=colors[i])
+            elif r is not None:  # no number: say why where the bar would be
+                ax.text(0.01, y, r.status.split(":")[0] if r.status != "ok" else "no clone",
+                        va="center", fontsize=7, color="dimgray")
+    ax.axvline(1.0, color="crimson", linestyle="--", linewidth=1.5)
+    ax.axvline(GOAL_RATIO_TO_CLONE, color="black", linestyle=":", linewidth=1.5)
+    ax.set_yticks(range(len(rows)), [f"{case} {dtype} {GOAL_MARKS[goal_met(ops)]}"
+                                     for (case, dtype), ops in rows.items()], fontsize=8)
+    ax.invert_yaxis()  # first row on top, as in the table
+    ax.set_xlabel("ratio to torch clone = time(clone) / time(op)  (higher is better)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_axisbelow(True)
+    handles = [Patch(color=c, label=op) for op, c in zip(bar_ops, colors)]
+    handles += [Line2D([], [], color="crimson", linestyle="--", label="torch clone"),
+                Line2D([], [], color="black", linestyle=":",
+                       label=f"goal: {GOAL_RATIO_TO_CLONE:.2f} x clone")]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return True
+
+
+def permute_json(section: PermuteSection) -> dict:
+    """The JSON's keys for the section: every op's result, and each row's verdict."""
+    return {
+        "permute": [dataclasses.asdict(r) for r in section.results],
+        "permute_goal": {
+            "goal": GOAL_TEXT,
+            "skipped": section.skipped or None,
+            "rows": [{"case": case, "dtype": dtype, "shape": next(iter(ops.values())).shape,
+                      "dims": next(iter(ops.values())).dims, "met": goal_met(ops)}
+                     for (case, dtype), ops in permute_rows(section.results).items()],
+        },
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -602,13 +954,15 @@ def parse_shape(text: str) -> Shape:
 def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--quick", action="store_true",
-                   help="a subset: 8192x8192 and 1000x3001, float32 and bfloat16")
+                   help="a subset: 8192x8192 and 1000x3001, float32 and bfloat16; the "
+                        "permutation rows in bfloat16 only")
     p.add_argument("--shapes", nargs="+", type=parse_shape, metavar="MxN",
                    help="shapes such as 8192x8192 or 64x1024x1024 (overrides the default set)")
     p.add_argument("--dtypes", nargs="+", choices=list(DTYPES), metavar="DTYPE",
-                   help=f"dtypes, from {', '.join(DTYPES)} (overrides the default set)")
+                   help=f"dtypes, from {', '.join(DTYPES)} (overrides the default set; the "
+                        "permutation rows keep those of their own dtypes that are listed)")
     p.add_argument("--ops", nargs="+", choices=ALL_OP_NAMES, metavar="OP",
-                   help=f"ops to run, from {', '.join(ALL_OP_NAMES)} "
+                   help=f"ops of the matrix section to run, from {', '.join(ALL_OP_NAMES)} "
                         "(torch clone always runs: it is the ratio baseline)")
     p.add_argument("--out", type=Path, help="output folder [default: bench/results, "
                    "or /tmp/bench-dry with --dry-run]")
@@ -620,6 +974,12 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--dry-run", action="store_true",
                    help="run on the CPU with tiny shapes and perf_counter timing (no Triton, "
                         "no torch.compile) to test the plumbing")
+    section = p.add_mutually_exclusive_group()
+    section.add_argument("--permute-only", action="store_true",
+                         help="run only the permutations section (no matrices, no host-overhead "
+                              "measurement)")
+    section.add_argument("--no-permute", action="store_true",
+                         help="skip the permutations section")
     args = p.parse_args(argv)
     if args.out is None:
         args.out = Path("/tmp/bench-dry") if args.dry_run else REPO_ROOT / "bench" / "results"
@@ -660,21 +1020,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     torch.manual_seed(0)
     specs = select_ops(args.ops, args.dry_run)
     timer = perf_counter_timer() if args.dry_run else do_bench_timer(args.warmup, args.rep)
+    cells = [] if args.permute_only else resolve_cells(args)
+    permute = permute_section(args)
+    permute_cells = resolve_permute_cells(args) if permute and not permute.skipped else []
+    if permute and not permute.skipped and not permute_cells:
+        permute.skipped = "no permutation row comes in any of the dtypes asked for (--dtypes)"
 
     started = time.perf_counter()
-    results = run_all(resolve_cells(args), specs, timer, device)
-    tiny = run_tiny(device, args.tiny_calls)
+    progress = Progress(len(cells) + len(permute_cells))  # one bar over both sections
+    results = run_all(cells, specs, timer, device, progress)
+    if permute_cells:
+        permute.results = run_permute_all(permute_cells, permute.specs, timer, device, progress)
+    progress.close()
+    tiny = run_tiny(device, args.tiny_calls) if cells else []
     meta = collect_meta(args, device, device_name)
     meta["duration_s"] = round(time.perf_counter() - started, 1)
 
-    markdown = render_markdown(meta, results, tiny, specs)
+    markdown = render_markdown(meta, results, tiny, specs, permute)
     print(markdown)
-    for path in write_outputs(args.out, meta, results, tiny, specs, markdown):
+    for path in write_outputs(args.out, meta, results, tiny, specs, permute, markdown):
         print(f"wrote {path}", file=sys.stderr)
 
-    bad = [r for r in results + tiny if r.bad]
+    bad = [r for r in results + tiny + (permute.results if permute else []) if r.bad]
     for r in bad:
-        print(f"{r.status}: {r.op} on {shape_text(r.shape)} {r.dtype}: {r.detail}", file=sys.stderr)
+        print(f"{r.status}: {r.op} on {r.where()}: {r.detail}", file=sys.stderr)
     return 1 if bad else 0
 
 

@@ -2,6 +2,7 @@
 // microseconds per call, which dominates small transposes). The gradient of a transpose is the
 // transpose of the gradient; the gradient of a copy is the gradient.
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/WrapDimUtils.h>
 #include <torch/autograd.h>
 #include <torch/library.h>
 
@@ -65,6 +66,71 @@ at::Tensor transpose_autograd(at::Tensor const& x, int64_t dim0, int64_t dim1) {
   return AnyTwoDims::apply(x, dim0, dim1);
 }
 
+at::Tensor call_permute(at::Tensor const& x, at::IntArrayRef dims) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("cute_transpose::permute", "")
+                       .typed<at::Tensor(at::Tensor const&, at::IntArrayRef)>();
+  return op.call(x, dims);
+}
+
+// The gradient of a permute is the inverse permute: output dim j was input dim dims[j].
+struct Permute : torch::autograd::Function<Permute> {
+  static at::Tensor forward(AutogradContext* ctx, at::Tensor const& x, at::IntArrayRef dims) {
+    int64_t const rank = x.dim();
+    std::vector<int64_t> inverse(dims.size());
+    for (size_t j = 0; j < dims.size(); ++j) inverse[at::maybe_wrap_dim(dims[j], rank)] = int64_t(j);
+    ctx->saved_data["inverse"] = inverse;
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return call_permute(x, dims);
+  }
+  static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
+    return {call_permute(grads[0], ctx->saved_data["inverse"].toIntVector()), at::Tensor()};
+  }
+};
+
+at::Tensor permute_autograd(at::Tensor const& x, at::IntArrayRef dims) {
+  // A wrong `dims` must fail with the op's own message, not inside the inverse above.
+  if (int64_t(dims.size()) != x.dim()) {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    return call_permute(x, dims);
+  }
+  return Permute::apply(x, dims);
+}
+
+// out= forms, like torch's: no autograd through them. They run below autograd and record the
+// write to `out` in its version counter, so a saved `out` in another graph is caught.
+void refuse_grad(at::Tensor const& x, at::Tensor const& out, char const* op) {
+  TORCH_CHECK(!(at::GradMode::is_enabled() && (x.requires_grad() || out.requires_grad())), "cute_transpose.", op,
+              ": functions with out=... arguments don't support automatic differentiation (autograd), "
+              "but one of the arguments requires grad");
+}
+
+at::Tensor& permute_out_autograd(at::Tensor const& x, at::IntArrayRef dims, at::Tensor& out) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("cute_transpose::permute", "out")
+                       .typed<at::Tensor&(at::Tensor const&, at::IntArrayRef, at::Tensor&)>();
+  refuse_grad(x, out, "permute");
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    op.call(x, dims, out);
+  }
+  torch::autograd::impl::bump_version(out);
+  return out;
+}
+
+at::Tensor& transpose_out_autograd(at::Tensor const& x, int64_t dim0, int64_t dim1, at::Tensor& out) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("cute_transpose::transpose", "out")
+                       .typed<at::Tensor&(at::Tensor const&, int64_t, int64_t, at::Tensor&)>();
+  refuse_grad(x, out, "transpose");
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    op.call(x, dim0, dim1, out);
+  }
+  torch::autograd::impl::bump_version(out);
+  return out;
+}
+
 }  // namespace
 
 TORCH_LIBRARY_IMPL(cute_transpose, Autograd, m) {
@@ -73,6 +139,9 @@ TORCH_LIBRARY_IMPL(cute_transpose, Autograd, m) {
 #undef CUTE_TRANSPOSE_IMPL
   m.impl("copy", &copy_autograd);
   m.impl("transpose", &transpose_autograd);
+  m.impl("transpose.out", &transpose_out_autograd);
+  m.impl("permute", &permute_autograd);
+  m.impl("permute.out", &permute_out_autograd);
 }
 
 }  // namespace cute_transpose

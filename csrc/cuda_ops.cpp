@@ -17,9 +17,9 @@ namespace {
 
 using Launcher = cudaError_t (*)(Problem const&, cudaStream_t);
 
-at::Tensor run_cuda(at::Tensor const& x, Kind kind, char const* name, Launcher launch) {
+at::Tensor run_cuda(at::Tensor const& x, Kind kind, char const* name, Launcher launch, bool single_batch = false) {
   c10::cuda::CUDAGuard guard(x.device());
-  Prepared r = prepare(x, kind, name);
+  Prepared r = prepare(x, kind, name, single_batch);
   if (r.empty()) return r.out;
   C10_CUDA_CHECK(launch(r.problem, c10::cuda::getCurrentCUDAStream()));
   return r.out;
@@ -48,27 +48,38 @@ void check_tma(at::Tensor const& x) {
               x.sizes());
 }
 
-#define CUTE_TRANSPOSE_CUDA_FN(name)                              \
-  at::Tensor name##_cuda(at::Tensor const& x) {                   \
-    if constexpr (std::string_view(#name) == "tma") check_tma(x); \
-    return run_cuda(x, Kind::Transpose, #name, &launch_##name);   \
+// TMA describes the output with one batch dim: leading dims that do not merge are copied first.
+#define CUTE_TRANSPOSE_CUDA_FN(name)                                                       \
+  at::Tensor name##_cuda(at::Tensor const& x) {                                            \
+    constexpr bool kTma = std::string_view(#name) == "tma";                                \
+    if constexpr (kTma) check_tma(x);                                                      \
+    return run_cuda(x, Kind::Transpose, #name, &launch_##name, /*single_batch=*/kTma);     \
   }
 CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_CUDA_FN)
 #undef CUTE_TRANSPOSE_CUDA_FN
 
 at::Tensor copy_cuda(at::Tensor const& x) { return run_cuda(x, Kind::Copy, "copy", &launch_copy); }
 
-// The `transpose` op's kernel choice, fixed rules from the benchmark (docs/PERFORMANCE.md): the
-// vectorized kernel wherever sizes, strides and alignment allow vectors of two or more elements
-// (or whole 8- and 16-byte elements); otherwise `padded`, the fastest seed kernel on such shapes.
-cudaError_t launch_best(Problem const& p, cudaStream_t stream) {
-  return vectorized_width(p) ? launch_vectorized(p, stream) : launch_padded(p, stream);
-}
-
-at::Tensor transpose_cuda(at::Tensor const& x, int64_t dim0, int64_t dim1) {
-  return transpose_dims(x, dim0, dim1,
-                        [](at::Tensor const& t) { return run_cuda(t, Kind::Transpose, "transpose", &launch_best); });
-}
+// The kernel choice of `transpose` and `permute`, fixed rules from the benchmark
+// (docs/PERFORMANCE.md). The copy route takes the vectorized strided row copy. The transpose
+// route takes the vectorized tile transpose wherever sizes, strides and alignment allow vectors of
+// two or more elements (or whole 8- and 16-byte elements) -- with two dims per tile side when a
+// side is short (Plan::split) --; otherwise `padded`, the fastest seed kernel on such shapes.
+struct RunCuda {
+  c10::cuda::CUDAGuard guard(at::Tensor const& out) const { return c10::cuda::CUDAGuard(out.device()); }
+  void operator()(Plan const& plan) const {
+    Problem const& p = plan.problem;
+    cudaStream_t const stream = c10::cuda::getCurrentCUDAStream();
+    if (plan.route == Kind::Copy) {
+      C10_CUDA_CHECK(launch_strided_copy(p, stream));
+    } else if (plan.split && split_vectorized_width(*plan.split)) {
+      C10_CUDA_CHECK(launch_split_transpose(*plan.split, stream));
+    } else {
+      C10_CUDA_CHECK(vectorized_width(p) ? launch_vectorized(p, stream) : launch_padded(p, stream));
+    }
+  }
+};
+using CudaOps = PlanOps<RunCuda>;
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> smem_access_map(c10::string_view variant, int64_t element_size) {
   TORCH_CHECK(element_size == 1 || element_size == 2 || element_size == 4 || element_size == 8 || element_size == 16,
@@ -98,7 +109,10 @@ TORCH_LIBRARY_IMPL(cute_transpose, CUDA, m) {
   CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_IMPL)
 #undef CUTE_TRANSPOSE_IMPL
   m.impl("copy", &copy_cuda);
-  m.impl("transpose", &transpose_cuda);
+  m.impl("transpose", &CudaOps::transpose);
+  m.impl("transpose.out", &CudaOps::transpose_out);
+  m.impl("permute", &CudaOps::permute);
+  m.impl("permute.out", &CudaOps::permute_out);
 }
 
 }  // namespace cute_transpose

@@ -7,6 +7,9 @@
 #include <Python.h>
 #include <torch/library.h>
 
+#include <type_traits>
+#include <vector>
+
 #include "glue.h"
 #include "variants.h"
 
@@ -23,9 +26,15 @@ namespace {
 template <Kind kind>
 at::Tensor cpu_op(at::Tensor const& x, char const* name) {
   Prepared r = prepare(x, kind, name);
-  if (!r.empty()) run_cpu(r.problem, kind);
+  if (!r.empty()) run_cpu(r.problem);
   return r.out;
 }
+
+struct RunCpu {
+  int guard(at::Tensor const&) const { return 0; }
+  void operator()(Plan const& plan) const { run_cpu(plan.problem); }
+};
+using CpuOps = PlanOps<RunCpu>;
 
 #define CUTE_TRANSPOSE_CPU_FN(name) \
   at::Tensor name##_cpu(at::Tensor const& x) { return cpu_op<Kind::Transpose>(x, #name); }
@@ -34,9 +43,16 @@ CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_CPU_FN)
 
 at::Tensor copy_cpu(at::Tensor const& x) { return cpu_op<Kind::Copy>(x, "copy"); }
 
-at::Tensor transpose_cpu(at::Tensor const& x, int64_t dim0, int64_t dim1) {
-  return transpose_dims(x, dim0, dim1, [](at::Tensor const& t) { return cpu_op<Kind::Transpose>(t, "transpose"); });
-}
+// at::Tag::out marks the out= overloads as write-only into `out`, which is what lets
+// torch.compile functionalize them. Older torch has no such tag: then no tags.
+template <class Tag, class = void>
+struct OutTag {
+  static std::vector<Tag> tags() { return {}; }
+};
+template <class Tag>
+struct OutTag<Tag, std::void_t<decltype(Tag::out)>> {
+  static std::vector<Tag> tags() { return {Tag::out}; }
+};
 
 }  // namespace
 
@@ -45,8 +61,16 @@ TORCH_LIBRARY(cute_transpose, m) {
   CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_DEF)
 #undef CUTE_TRANSPOSE_DEF
   m.def("copy(Tensor x) -> Tensor");
-  // The best kernel for x.transpose(dim0, dim1).contiguous(), chosen by fixed rules.
+  // The best kernels for x.transpose(dim0, dim1).contiguous() and x.permute(dims).contiguous(),
+  // chosen by fixed rules, and their forms that write into a preallocated contiguous `out`.
   m.def("transpose(Tensor x, int dim0=-2, int dim1=-1) -> Tensor");
+  // The out= forms name their input `src`, not `x`: torch 2.14's Inductor lowers a functional
+  // custom op to an .out overload whose other arguments match it by name, type and default, and
+  // then passes the non-tensor arguments twice (pytorch 2.14.1). Differing names opt out.
+  std::vector<at::Tag> const out_tags = OutTag<at::Tag>::tags();
+  m.def("transpose.out(Tensor src, int dim0=-2, int dim1=-1, *, Tensor(a!) out) -> Tensor(a!)", out_tags);
+  m.def("permute(Tensor x, int[] dims) -> Tensor");
+  m.def("permute.out(Tensor src, int[] dims, *, Tensor(a!) out) -> Tensor(a!)", out_tags);
 }
 
 TORCH_LIBRARY_IMPL(cute_transpose, CPU, m) {
@@ -54,7 +78,10 @@ TORCH_LIBRARY_IMPL(cute_transpose, CPU, m) {
   CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_IMPL)
 #undef CUTE_TRANSPOSE_IMPL
   m.impl("copy", &copy_cpu);
-  m.impl("transpose", &transpose_cpu);
+  m.impl("transpose", &CpuOps::transpose);
+  m.impl("transpose.out", &CpuOps::transpose_out);
+  m.impl("permute", &CpuOps::permute);
+  m.impl("permute.out", &CpuOps::permute_out);
 }
 
 }  // namespace cute_transpose

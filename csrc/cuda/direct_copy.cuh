@@ -11,12 +11,12 @@ template <class T, class Threads, bool kTranspose>
 __global__ void __launch_bounds__(SeedTile<T>::kThreads) direct_copy(Problem p) {
   using namespace cute;
   using Tile = typename SeedTile<T>::Shape;
-  auto const mOut = [&] {
-    if constexpr (kTranspose) return transposed_output_view<T>(p);  // (M,N,B) : (1,M,M*N)
-    else return copy_output_view<T>(p);                             // (M,N,B) : (N,1,M*N)
-  }();
   for_each_tile<T>(p, Tile{}, [&](TileCoord const& tile, auto const& gIn, auto const& cTile) {  // (bM,bN)
-    Tensor gOut = local_tile(mOut(_, _, tile.b), Tile{}, make_coord(tile.m, tile.n));         // (bM,bN)
+    auto const mOut = [&] {
+      if constexpr (kTranspose) return transposed_output_matrix<T>(p, tile.at);  // (M,N) : (1,M)
+      else return copy_output_matrix<T>(p, tile.at);                             // (M,N) : (N,1)
+    }();
+    Tensor gOut = local_tile(mOut, Tile{}, make_coord(tile.m, tile.n));  // (bM,bN)
     copy_tile_part(local_partition(gIn, Threads{}, threadIdx.x),     // (bM/tM,bN/tN)
                    local_partition(gOut, Threads{}, threadIdx.x),    // (bM/tM,bN/tN)
                    local_partition(cTile, Threads{}, threadIdx.x),   // (bM/tM,bN/tN)

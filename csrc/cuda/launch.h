@@ -23,6 +23,18 @@ CUTE_TRANSPOSE_DECLARE_LAUNCH(copy)
 int vectorized_width(Problem const& p);
 cudaError_t launch_vectorized(Problem const& p, cudaStream_t stream);
 
+// The `permute` op's copy route (strided_copy.cu): a Problem whose output is the contiguous
+// (batch..., M, N) tensor -- rows keep their order -- copied in the widest vectors that the
+// strides and alignment allow, scalars otherwise.
+cudaError_t launch_strided_copy(Problem const& p, cudaStream_t stream);
+
+// The `permute` op's kernel for short m or n dims (split_transpose.cu): the vectorized tile
+// transpose with two dims per tile side. split_vectorized_width() is as vectorized_width(), 0 when
+// the split problem cannot move in vectors or would not pay (then the caller runs the plain
+// Problem).
+int split_vectorized_width(SplitProblem const& s);
+cudaError_t launch_split_transpose(SplitProblem const& s, cudaStream_t stream);
+
 // Where a shared-memory seed variant touches shared memory, for bank analysis
 // (cute_transpose.banks): the byte address that each lane of warp 0 accesses at each step of
 // phase 1 (the store) and of phase 2 (the load), and the byte address of every (m, n) of the

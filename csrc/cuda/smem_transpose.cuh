@@ -21,11 +21,11 @@ __global__ void __launch_bounds__(SeedTile<T>::kThreads) smem_transpose(Problem 
 
   Tensor sTile = make_tensor(make_smem_ptr(shared_tile<T, cosize_v<SmemLayout>, 128>()),  // (bM,bN)
                              SmemLayout{});
-  Tensor mOut = transposed_output_view<T>(p);  // (M,N,B)
   auto const extent = make_shape(p.rows, p.cols);
 
   for_each_tile<T>(p, Tile{}, [&](TileCoord const& tile, auto const& gIn, auto const& cTile) {  // (bM,bN)
-    Tensor gOut = local_tile(mOut(_, _, tile.b), Tile{}, make_coord(tile.m, tile.n));         // (bM,bN)
+    Tensor gOut = local_tile(transposed_output_matrix<T>(p, tile.at), Tile{},                  // (bM,bN)
+                             make_coord(tile.m, tile.n));
 
     //
     // 1. global -> shared, threads along rows

@@ -25,30 +25,32 @@ cudaError_t with_element_type(int bytes, F&& f) {
 }
 
 //
-// Global views. Every tensor is indexed in the input's coordinates (m, n, b), so one tile
-// coordinate and one predicate serve both the read and the write side.
+// Global views of one matrix of the batch, at the batch offsets `at` (Batch::operator()). Every
+// view is indexed in the input's coordinates (m, n), so one tile coordinate and one predicate
+// serve both the read and the write side.
 //
 
 template <class T>
-CUTE_HOST_DEVICE auto input_view(Problem const& p) {  // (M,N,B) : (sM,sN,sB), any strides
-  return cute::make_tensor(cute::make_gmem_ptr(static_cast<T const*>(p.src)),
-                           cute::make_layout(cute::make_shape(p.rows, p.cols, p.batch),
-                                             cute::make_stride(p.row_stride, p.col_stride, p.batch_stride)));
+CUTE_HOST_DEVICE auto input_matrix(Problem const& p, Offsets at) {  // (M,N) : (sM,sN), any strides
+  return cute::make_tensor(cute::make_gmem_ptr(static_cast<T const*>(p.src) + at.in),
+                           cute::make_layout(cute::make_shape(p.rows, p.cols),
+                                             cute::make_stride(p.row_stride, p.col_stride)));
 }
 
 template <class T>
-CUTE_HOST_DEVICE auto transposed_output_view(Problem const& p) {  // (M,N,B) : (1,M,M*N)
-  // The output is (B, N, M) row-major: element (m, n, b) of the input lands at b*N*M + n*M + m.
-  return cute::make_tensor(cute::make_gmem_ptr(static_cast<T*>(p.dst)),
-                           cute::make_layout(cute::make_shape(p.rows, p.cols, p.batch),
-                                             cute::make_stride(cute::Int<1>{}, p.rows, p.rows * p.cols)));
+CUTE_HOST_DEVICE auto transposed_output_matrix(Problem const& p, Offsets at) {  // (M,N) : (1,oN)
+  // The output's m is contiguous: element (m, n) lands at n * out_col_stride + m (out_col_stride
+  // is M for the transpose variants' (..., N, M) output).
+  return cute::make_tensor(cute::make_gmem_ptr(static_cast<T*>(p.dst) + at.out),
+                           cute::make_layout(cute::make_shape(p.rows, p.cols),
+                                             cute::make_stride(cute::Int<1>{}, p.out_col_stride)));
 }
 
 template <class T>
-CUTE_HOST_DEVICE auto copy_output_view(Problem const& p) {  // (M,N,B) : (N,1,M*N)
-  return cute::make_tensor(cute::make_gmem_ptr(static_cast<T*>(p.dst)),
-                           cute::make_layout(cute::make_shape(p.rows, p.cols, p.batch),
-                                             cute::make_stride(p.cols, cute::Int<1>{}, p.rows * p.cols)));
+CUTE_HOST_DEVICE auto copy_output_matrix(Problem const& p, Offsets at) {  // (M,N) : (oM,1)
+  return cute::make_tensor(cute::make_gmem_ptr(static_cast<T*>(p.dst) + at.out),
+                           cute::make_layout(cute::make_shape(p.rows, p.cols),
+                                             cute::make_stride(p.out_row_stride, cute::Int<1>{})));
 }
 
 //
@@ -81,22 +83,26 @@ struct SeedTile {
 
 struct TileCoord {
   int64_t m, n, b;     // tile indices
+  Offsets at;          // the batch offsets of matrix b
   bool interior;       // the whole tile lies inside the matrix: no predicates needed
 };
 
 struct TileWalk {
   int64_t rows, cols, tile_m, tile_n, tiles_m, tiles_n, count;
 
+  CUTE_HOST_DEVICE TileWalk(int64_t rows_, int64_t cols_, int64_t matrices, int64_t bm, int64_t bn)
+      : rows(rows_), cols(cols_), tile_m(bm), tile_n(bn),
+        tiles_m((rows_ + bm - 1) / bm), tiles_n((cols_ + bn - 1) / bn),
+        count(matrices * tiles_m * tiles_n) {}
   CUTE_HOST_DEVICE TileWalk(Problem const& p, int64_t bm, int64_t bn)
-      : rows(p.rows), cols(p.cols), tile_m(bm), tile_n(bn),
-        tiles_m((p.rows + bm - 1) / bm), tiles_n((p.cols + bn - 1) / bn),
-        count(p.batch * tiles_m * tiles_n) {}
+      : TileWalk(p.rows, p.cols, p.batch.count, bm, bn) {}
 
-  CUTE_HOST_DEVICE TileCoord operator[](int64_t t) const {
+  CUTE_HOST_DEVICE TileCoord operator()(int64_t t, Batch const& batch) const {
     TileCoord c;
     c.n = t % tiles_n;
     c.m = (t / tiles_n) % tiles_m;
     c.b = t / (tiles_n * tiles_m);
+    c.at = batch(c.b);
     c.interior = (c.m + 1) * tile_m <= rows && (c.n + 1) * tile_n <= cols;
     return c;
   }
@@ -110,13 +116,13 @@ struct TileWalk {
 template <class T, class TileShape, class Body>
 CUTE_DEVICE void for_each_tile(Problem const& p, TileShape tile_shape, Body&& body) {
   using namespace cute;
-  Tensor mIn = input_view<T>(p);                                  // (M,N,B)
   Tensor cIn = make_identity_tensor(make_shape(p.rows, p.cols));  // (M,N) -> (m,n)
   TileWalk walk(p, size<0>(tile_shape), size<1>(tile_shape));
   for (int64_t t = blockIdx.x; t < walk.count; t += gridDim.x) {
-    TileCoord tile = walk[t];
-    body(tile, local_tile(mIn(_, _, tile.b), tile_shape, make_coord(tile.m, tile.n)),  // (bM,bN)
-         local_tile(cIn, tile_shape, make_coord(tile.m, tile.n)));                     // (bM,bN)
+    TileCoord tile = walk(t, p.batch);
+    Tensor mIn = input_matrix<T>(p, tile.at);                                            // (M,N)
+    body(tile, local_tile(mIn, tile_shape, make_coord(tile.m, tile.n)),                  // (bM,bN)
+         local_tile(cIn, tile_shape, make_coord(tile.m, tile.n)));                       // (bM,bN)
   }
 }
 

@@ -30,14 +30,16 @@ using namespace cute;
 template <class T, int BM, int BN>
 using TmaSmem = decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<T>{}, Shape<Int<BM>, Int<BN>>{}));
 
-// The TMA store descriptor for (BM,BN) tiles of the output, viewed in input coordinates.
+// The TMA store descriptor for (BM,BN) tiles of the output, viewed in input coordinates. The
+// torch glue hands this variant at most one batch dim (prepare(..., single_batch)).
 template <class T, int BM, int BN>
 auto make_tma_store(Problem const& p) {
   // TMA has no 16-byte element type: move 16-byte elements as pairs of 8-byte ones.
   using Internal = conditional_t<sizeof(T) == 16, uint64_t, T>;
+  int64_t const batch_stride = p.batch.rank == 1 ? p.batch.out_stride[0] : p.rows * p.cols;
   Tensor gOut = make_tensor(make_gmem_ptr(static_cast<T*>(p.dst)),            // (M,N,B)
-                            make_layout(make_shape(p.rows, p.cols, p.batch),
-                                        make_stride(Int<1>{}, p.rows, p.rows * p.cols)));
+                            make_layout(make_shape(p.rows, p.cols, p.batch.count),
+                                        make_stride(Int<1>{}, p.out_col_stride, batch_stride)));
   return make_tma_copy<Internal>(SM90_TMA_STORE{}, gOut, TmaSmem<T, BM, BN>{}, Shape<Int<BM>, Int<BN>>{},
                                  Int<1>{});
 }
@@ -51,7 +53,7 @@ CUTE_DEVICE void store_tile(Store const& tma, SOut const& sOut, Problem const& p
   tma_store_fence();  // make every thread's shared-memory writes visible to the TMA unit
   __syncthreads();
   if (threadIdx.x == 0) {
-    Tensor mOut = tma.get_tma_tensor(make_shape(p.rows, p.cols, p.batch));                      // (M,N,B)
+    Tensor mOut = tma.get_tma_tensor(make_shape(p.rows, p.cols, p.batch.count));                // (M,N,B)
     Tensor gOut = local_tile(mOut(_, _, tile.b), product_each(shape(sOut)), make_coord(tile.m, tile.n));  // (BM,BN)
     auto cta_tma = tma.get_slice(Int<0>{});
     copy(tma, cta_tma.partition_S(sOut), cta_tma.partition_D(gOut));
@@ -78,7 +80,6 @@ __global__ void __launch_bounds__(Cfg::kThreads) tma_transpose_vectorized(Proble
   using T = typename Cfg::T;
   using Vec = typename Cfg::Vec;
   using SOut = TmaSmem<T, Cfg::BM, Cfg::BN>;
-  Tensor mIn = input_vectors<Cfg>(p);                                                      // (M,N/V,B)
   Tensor sIn = make_tensor(make_smem_ptr(shared_tile<Vec, Cfg::BM * Cfg::CN, 128>()),      // (BM,CN)
                            typename Cfg::Smem{});
   Tensor sOut = make_tensor(make_smem_ptr(shared_tile<T, cosize_v<SOut>, 1024, 1>()), SOut{});  // (BM,BN)
@@ -86,8 +87,8 @@ __global__ void __launch_bounds__(Cfg::kThreads) tma_transpose_vectorized(Proble
 
   TileWalk walk(p, Cfg::BM, Cfg::BN);
   for (int64_t t = blockIdx.x; t < walk.count; t += gridDim.x) {
-    TileCoord tile = walk[t];
-    load_tile<Cfg>(mIn, tile, tIn_s);  // 1. global -> shared, whole vectors
+    TileCoord tile = walk(t, p.batch);
+    load_tile<Cfg>(p, tile, tIn_s);  // 1. global -> shared, whole vectors
     __syncthreads();
     // 2. shared -> registers -> transposed V x V blocks -> the TMA tile; output row n of the
     //    tile is column n of sOut, and a vector is V consecutive m (contiguous there).

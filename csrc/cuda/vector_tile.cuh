@@ -87,45 +87,50 @@ CUTE_DEVICE void transpose_block(Vec const (&in)[V], Vec (&out)[V]) {
 
 inline bool divisible(int64_t x, int64_t v) { return x % v == 0; }
 
-// Whether a problem can be read and written in vectors of V elements (W bytes).
+// Whether a problem can be read and written in vectors of V elements (W bytes): the kernel's
+// n (input) and m (output) strides are 1, and every other stride, every offset and both sizes
+// are whole vectors.
 inline bool fits_vectors(Problem const& p, int W) {
   int64_t const V = W / p.element_size;
-  if (V < 1 || !(p.col_stride == 1 || p.cols == 1)) return false;  // the kernel's n stride is 1
-  return divisible(p.cols, V) && divisible(p.rows, V) &&
-         (divisible(p.row_stride, V) || p.rows == 1) && (divisible(p.batch_stride, V) || p.batch == 1) &&
-         divisible(reinterpret_cast<uintptr_t>(p.src), W) && divisible(reinterpret_cast<uintptr_t>(p.dst), W);
+  if (V < 1 || !(p.col_stride == 1 || p.cols == 1) || !(p.out_row_stride == 1 || p.rows == 1)) return false;
+  for (int d = 0; d < p.batch.rank; ++d)
+    if (!divisible(p.batch.in_stride[d], V) || !divisible(p.batch.out_stride[d], V)) return false;
+  return divisible(p.cols, V) && divisible(p.rows, V) && (divisible(p.row_stride, V) || p.rows == 1) &&
+         (divisible(p.out_col_stride, V) || p.cols == 1) && divisible(reinterpret_cast<uintptr_t>(p.src), W) &&
+         divisible(reinterpret_cast<uintptr_t>(p.dst), W);
 }
 
 //
-// Global views in vectors, and the two phases of a tile.
+// Global views in vectors of one matrix of the batch, and the two phases of a tile.
 //
 
 template <class Cfg>
-CUTE_HOST_DEVICE auto input_vectors(Problem const& p) {  // (M,N/V,B)
+CUTE_HOST_DEVICE auto input_vectors(Problem const& p, Offsets at) {  // (M,N/V)
   using namespace cute;
-  return make_tensor(make_gmem_ptr(static_cast<typename Cfg::Vec const*>(p.src)),
-                     make_layout(make_shape(p.rows, p.cols / Cfg::V, p.batch),
-                                 make_stride(p.row_stride / Cfg::V, _1{}, p.batch_stride / Cfg::V)));
+  using Vec = typename Cfg::Vec;
+  return make_tensor(make_gmem_ptr(reinterpret_cast<Vec const*>(static_cast<typename Cfg::T const*>(p.src) + at.in)),
+                     make_layout(make_shape(p.rows, p.cols / Cfg::V), make_stride(p.row_stride / Cfg::V, _1{})));
 }
 
 template <class Cfg>
-CUTE_HOST_DEVICE auto output_vectors(Problem const& p) {  // (N,M/V,B)
+CUTE_HOST_DEVICE auto output_vectors(Problem const& p, Offsets at) {  // (N,M/V)
   using namespace cute;
-  return make_tensor(make_gmem_ptr(static_cast<typename Cfg::Vec*>(p.dst)),
-                     make_layout(make_shape(p.cols, p.rows / Cfg::V, p.batch),
-                                 make_stride(p.rows / Cfg::V, _1{}, p.rows * p.cols / Cfg::V)));
+  using Vec = typename Cfg::Vec;
+  return make_tensor(make_gmem_ptr(reinterpret_cast<Vec*>(static_cast<typename Cfg::T*>(p.dst) + at.out)),
+                     make_layout(make_shape(p.cols, p.rows / Cfg::V), make_stride(p.out_col_stride / Cfg::V, _1{})));
 }
 
-// Phase 1: this thread's vectors of the tile, from mIn (M,N/V,B) into dst, a LoadThreads
-// partition of the shared tile or a register copy of one.
-template <class Cfg, class MIn, class Dst>
-CUTE_DEVICE void load_tile(MIn const& mIn, TileCoord const& tile, Dst&& dst) {
+// Phase 1: this thread's vectors of the tile, from the input into dst, a LoadThreads partition
+// of the shared tile or a register copy of one.
+template <class Cfg, class Dst>
+CUTE_DEVICE void load_tile(Problem const& p, TileCoord const& tile, Dst&& dst) {
   using namespace cute;
   using InTile = Shape<Int<Cfg::BM>, Int<Cfg::CN>>;
   using LoadThreads = typename Cfg::LoadThreads;
-  Tensor cIn = make_identity_tensor(select<0, 1>(shape(mIn)));                          // (M,N/V)
-  Tensor gIn = local_tile(mIn(_, _, tile.b), InTile{}, make_coord(tile.m, tile.n));    // (BM,CN)
-  Tensor cTile = local_tile(cIn, InTile{}, make_coord(tile.m, tile.n));                // (BM,CN)
+  Tensor mIn = input_vectors<Cfg>(p, tile.at);                                     // (M,N/V)
+  Tensor cIn = make_identity_tensor(shape(mIn));                                   // (M,N/V)
+  Tensor gIn = local_tile(mIn, InTile{}, make_coord(tile.m, tile.n));              // (BM,CN)
+  Tensor cTile = local_tile(cIn, InTile{}, make_coord(tile.m, tile.n));            // (BM,CN)
   copy_tile_part(local_partition(gIn, LoadThreads{}, threadIdx.x), dst,
                  local_partition(cTile, LoadThreads{}, threadIdx.x), shape(cIn), tile.interior);
 }
@@ -151,6 +156,16 @@ CUTE_DEVICE void transpose_blocks(STile const& sTile, Store&& store) {
     for (int j = 0; j < V; ++j) store(block_n * V + j, block_m, cols[j]);
   }
 }
+
+// The `transpose` op's tile configurations per element size (BM, BN, threads): about 32 KiB of
+// shared memory and 64-256 bytes in flight per thread. The vector width W falls back from 16 to 8
+// to 4 bytes.
+template <class T, int W> struct FastConfig;
+template <int W> struct FastConfig<uint8_t, W> { using type = VecTile<uint8_t, W, 128, 128, 64>; };
+template <int W> struct FastConfig<uint16_t, W> { using type = VecTile<uint16_t, W, 128, 128, 256>; };
+template <int W> struct FastConfig<uint32_t, W> { using type = VecTile<uint32_t, W, 64, 128, 256>; };
+template <int W> struct FastConfig<uint64_t, W> { using type = VecTile<uint64_t, W, 64, 64, 256>; };
+template <int W> struct FastConfig<cute::uint128_t, W> { using type = VecTile<cute::uint128_t, W, 32, 32, 256>; };
 
 // A width is worth using when a vector holds two or more elements, or a whole 8- or 16-byte
 // element: with single 4-, 2- or 1-byte elements the seed kernels measured faster.

@@ -14,9 +14,7 @@ template <class Cfg, bool kPrefetch>
 __global__ void __launch_bounds__(Cfg::kThreads) vectorized_transpose(Problem p) {
   using Vec = typename Cfg::Vec;
   using OutTile = Shape<Int<Cfg::BN>, Int<Cfg::CM>>;  // output tile, in vectors along m
-  Tensor mIn = input_vectors<Cfg>(p);                                                 // (M,N/V,B)
-  Tensor mOut = output_vectors<Cfg>(p);                                               // (N,M/V,B)
-  Tensor cOut = make_identity_tensor(select<0, 1>(shape(mOut)));                      // (N,M/V)
+  Tensor cOut = make_identity_tensor(make_shape(p.cols, p.rows / Cfg::V));           // (N,M/V)
   Tensor sTile = make_tensor(make_smem_ptr(shared_tile<Vec, Cfg::BM * Cfg::CN, 128>()),  // (BM,CN)
                              typename Cfg::Smem{});
   // With kPrefetch, phase 1 stages this thread's vectors in registers.
@@ -24,24 +22,24 @@ __global__ void __launch_bounds__(Cfg::kThreads) vectorized_transpose(Problem p)
   Tensor rIn = make_tensor<Vec>(shape(tIn_s));                                        // (BM/(T/CN),1)
 
   TileWalk walk(p, Cfg::BM, Cfg::BN);
-  if (kPrefetch && blockIdx.x < walk.count) load_tile<Cfg>(mIn, walk[blockIdx.x], rIn);
+  if (kPrefetch && blockIdx.x < walk.count) load_tile<Cfg>(p, walk(blockIdx.x, p.batch), rIn);
   for (int64_t t = blockIdx.x; t < walk.count; t += gridDim.x) {
-    TileCoord tile = walk[t];
+    TileCoord tile = walk(t, p.batch);
     //
     // 1. global -> shared (with kPrefetch: registers -> shared, then prefetch the next tile)
     //
     if constexpr (kPrefetch) {
       copy(rIn, tIn_s);  // lanes outside the matrix hold stale data, which is never stored
     } else {
-      load_tile<Cfg>(mIn, tile, tIn_s);
+      load_tile<Cfg>(p, tile, tIn_s);
     }
     __syncthreads();
-    if (kPrefetch && t + gridDim.x < walk.count) load_tile<Cfg>(mIn, walk[t + gridDim.x], rIn);
+    if (kPrefetch && t + gridDim.x < walk.count) load_tile<Cfg>(p, walk(t + gridDim.x, p.batch), rIn);
 
     //
     // 2. shared -> registers -> transposed V x V blocks -> global
     //
-    Tensor gOut = local_tile(mOut(_, _, tile.b), OutTile{}, make_coord(tile.n, tile.m));  // (BN,CM)
+    Tensor gOut = local_tile(output_vectors<Cfg>(p, tile.at), OutTile{}, make_coord(tile.n, tile.m));  // (BN,CM)
     Tensor cTile = local_tile(cOut, OutTile{}, make_coord(tile.n, tile.m));               // (BN,CM)
     transpose_blocks<Cfg>(sTile, [&](int n, int mv, Vec const& v) {
       if (tile.interior || elem_less(cTile(n, mv), shape(cOut))) gOut(n, mv) = v;
@@ -49,15 +47,6 @@ __global__ void __launch_bounds__(Cfg::kThreads) vectorized_transpose(Problem p)
     __syncthreads();  // the next tile reuses sTile
   }
 }
-
-// Tile configurations per element size (BM, BN, threads): about 32 KiB of shared memory and
-// 64-256 bytes in flight per thread. The vector width W falls back from 16 to 8 to 4 bytes.
-template <class T, int W> struct FastConfig;
-template <int W> struct FastConfig<uint8_t, W> { using type = VecTile<uint8_t, W, 128, 128, 64>; };
-template <int W> struct FastConfig<uint16_t, W> { using type = VecTile<uint16_t, W, 128, 128, 256>; };
-template <int W> struct FastConfig<uint32_t, W> { using type = VecTile<uint32_t, W, 64, 128, 256>; };
-template <int W> struct FastConfig<uint64_t, W> { using type = VecTile<uint64_t, W, 64, 64, 256>; };
-template <int W> struct FastConfig<cute::uint128_t, W> { using type = VecTile<cute::uint128_t, W, 32, 32, 256>; };
 
 // The launch rule: with many tiles per resident block (8 waves or more), one tile per block and
 // no prefetch; with fewer, a persistent grid with prefetch, which also evens out the last wave.

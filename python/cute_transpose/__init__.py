@@ -7,17 +7,18 @@ Every variant maps a tensor of shape (..., M, N) to a new contiguous tensor of s
     y = cute_transpose.swizzled(x)              # or torch.ops.cute_transpose.swizzled(x)
 
 The variants follow the classic transpose ladder (see README.md). ``copy`` is a same-shape copy
-with the seed kernels' tiles: their ceiling. ``transpose(x, dim0, dim1)`` picks the fastest
-kernel for the shape.
+with the seed kernels' tiles: their ceiling. ``transpose(x, dim0, dim1)`` and
+``permute(x, dims)`` (equal to ``x.permute(dims).contiguous()``) pick the fastest kernel for the
+shape, take strided views in place, and accept ``out=``.
 """
 
 import torch
 
 from . import _C  # noqa: F401  (loading the extension registers the ops)
 from ._ops import OPS, VARIANTS, copy, naive_coalesced_read, naive_coalesced_write, \
-    bank_conflict_read, bank_conflict_write, padded, swizzled, tma, transpose
+    bank_conflict_read, bank_conflict_write, padded, swizzled, tma, transpose, permute
 
-__all__ = ["VARIANTS", "OPS", "copy", "transpose", *VARIANTS]
+__all__ = ["VARIANTS", "OPS", "copy", "transpose", "permute", *VARIANTS]
 __version__ = "0.1.0"
 
 

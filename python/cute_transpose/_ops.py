@@ -2,7 +2,7 @@
 
 Autograd is registered in C++ (csrc/autograd.cpp), so that calls stay in C++."""
 
-from typing import Callable
+from typing import Callable, Optional, Sequence
 
 import torch
 from torch import Tensor
@@ -17,9 +17,9 @@ VARIANTS: tuple[str, ...] = (
     "swizzled",
     "tma",
 )
-# Every op the extension registers: the variants, the copy ceiling, and `transpose`, which picks
-# the fastest kernel for the shape and accepts any pair of dims.
-OPS: tuple[str, ...] = VARIANTS + ("copy", "transpose")
+# Every op the extension registers: the variants, the copy ceiling, and `transpose` and `permute`,
+# which pick the fastest kernel for the shape and accept any dims (both have out= overloads).
+OPS: tuple[str, ...] = VARIANTS + ("copy", "transpose", "permute")
 
 _lib = torch.ops.cute_transpose
 
@@ -69,14 +69,85 @@ def copy(x: Tensor) -> Tensor:
     return _lib.copy(x)
 
 
+def _permutation(x: Tensor, dims: Sequence[int], name: str) -> list[int]:
+    rank = x.dim()
+    torch._check(len(dims) == rank,
+                 lambda: f"cute_transpose.{name}: dims {list(dims)} has {len(dims)} entries, "
+                         f"but the input has rank {rank} (shape {tuple(x.shape)})")
+    perm = [_wrap(d, rank) for d in dims]
+    torch._check(len(set(perm)) == rank,
+                 lambda: f"cute_transpose.{name}: dims {list(dims)} is not a permutation")
+    return perm
+
+
+def _wrap(dim: int, rank: int) -> int:
+    bound = max(rank, 1)
+    if not -bound <= dim < bound:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-bound}, {bound - 1}], "
+                         f"but got {dim})")
+    return dim % bound
+
+
+def _transposition(x: Tensor, dim0: int, dim1: int) -> list[int]:
+    perm = list(range(x.dim()))
+    if perm:
+        a, b = _wrap(dim0, x.dim()), _wrap(dim1, x.dim())
+        perm[a], perm[b] = perm[b], perm[a]
+    else:
+        _wrap(dim0, 0), _wrap(dim1, 0)
+    return perm
+
+
+def _check_out(x: Tensor, out: Tensor, perm: list[int], name: str) -> None:
+    shape = tuple(x.shape[d] for d in perm)
+    torch._check(out.device == x.device,
+                 lambda: f"cute_transpose.{name}: out is on device {out.device} but the input is on {x.device}")
+    torch._check(out.dtype == x.dtype,
+                 lambda: f"cute_transpose.{name}: out has dtype {out.dtype} but the input has dtype {x.dtype}")
+    torch._check(tuple(out.shape) == shape,
+                 lambda: f"cute_transpose.{name}: out has shape {tuple(out.shape)} but the result has shape {shape}")
+    torch._check(out.is_contiguous(), lambda: f"cute_transpose.{name}: out must be a contiguous tensor")
+
+
 @torch.library.register_fake("cute_transpose::transpose")
 def _transpose_fake(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
-    return x.new_empty(x.transpose(dim0, dim1).shape)
+    return x.new_empty([x.shape[d] for d in _transposition(x, dim0, dim1)])
 
 
-def transpose(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
+@torch.library.register_fake("cute_transpose::transpose.out")
+def _transpose_out_fake(src: Tensor, dim0: int = -2, dim1: int = -1, *, out: Tensor) -> Tensor:
+    _check_out(src, out, _transposition(src, dim0, dim1), "transpose")
+    return out
+
+
+@torch.library.register_fake("cute_transpose::permute")
+def _permute_fake(x: Tensor, dims: Sequence[int]) -> Tensor:
+    return x.new_empty([x.shape[d] for d in _permutation(x, dims, "permute")])
+
+
+@torch.library.register_fake("cute_transpose::permute.out")
+def _permute_out_fake(src: Tensor, dims: Sequence[int], *, out: Tensor) -> Tensor:
+    _check_out(src, out, _permutation(src, dims, "permute"), "permute")
+    return out
+
+
+def transpose(x: Tensor, dim0: int = -2, dim1: int = -1, *, out: Optional[Tensor] = None) -> Tensor:
     """x.transpose(dim0, dim1).contiguous() with the fastest kernel for the shape and dtype.
 
-    The last two dims (the default) take the vectorized CuTe kernel on the GPU; other pairs are
-    correct but take ATen's strided copy for now."""
-    return _lib.transpose(x, dim0, dim1)
+    Any two dims of any rank, any strides. With ``out`` (contiguous, of the result's shape, dtype
+    and device) the result is written there and ``out`` is returned."""
+    if out is None:
+        return _lib.transpose(x, dim0, dim1)
+    return _lib.transpose.out(x, dim0, dim1, out=out)
+
+
+def permute(x: Tensor, dims: Sequence[int], *, out: Optional[Tensor] = None) -> Tensor:
+    """x.permute(dims).contiguous() with the fastest kernel for the shape and dtype.
+
+    Dims that stay adjacent are merged; when the innermost dim stays innermost the rows are
+    copied in vectors, otherwise tiles are transposed between the input's and the output's
+    innermost dims. Strided views are read in place. With ``out`` (contiguous, of the result's
+    shape, dtype and device) the result is written there and ``out`` is returned."""
+    if out is None:
+        return _lib.permute(x, list(dims))
+    return _lib.permute.out(x, list(dims), out=out)

@@ -1,0 +1,130 @@
+// The `permute` op's kernel for short dims (SplitProblem, problem.h). A permute such as
+// (16, 32, 16, 32, 32) -> dims (0, 3, 1, 4, 2) leaves a transpose between an m of 16 and an n of
+// 32 elements, far smaller than a 128 x 128 tile: most of every tile would be empty. Here each
+// tile side is two dims, (inner, outer), walked as one index i = inner_index + inner * outer_index,
+// so a tile holds several small matrices side by side and stays full.
+//
+// The tile's journey is the `transpose` op's (vector_tile.cuh): vectors of n into the swizzled
+// shared tile, V x V register transposes, vectors of m out. Only the global addresses differ: a
+// side index splits into its two dims with a precomputed divider, once per vector.
+#include <cutlass/fast_math.h>
+
+#include "launch.h"
+#include "vector_tile.cuh"
+
+namespace cute_transpose {
+namespace {
+
+using namespace cute;
+
+// One tile side: index i -> input and output offsets (elements) of (i % inner, i / inner).
+struct Side {
+  cutlass::FastDivmodU64 inner;
+  int64_t extent;  // inner * outer: the side's length
+  int64_t inner_in, inner_out, outer_in, outer_out;
+
+  Side(int64_t size, int64_t in_stride, int64_t out_stride, Outer const& o)
+      : inner(uint64_t(size)), extent(size * o.size), inner_in(in_stride), inner_out(out_stride),
+        outer_in(o.in_stride), outer_out(o.out_stride) {}
+
+  CUTE_DEVICE Offsets operator()(int64_t i) const {
+    uint64_t lo;
+    int64_t const hi = int64_t(inner.divmod(lo, uint64_t(i)));
+    return {int64_t(lo) * inner_in + hi * outer_in, int64_t(lo) * inner_out + hi * outer_out};
+  }
+};
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads) split_transpose(Problem p, Side m, Side n) {
+  using T = typename Cfg::T;
+  using Vec = typename Cfg::Vec;
+  constexpr int V = Cfg::V;
+  T const* src = static_cast<T const*>(p.src);
+  T* dst = static_cast<T*>(p.dst);
+  Tensor sTile = make_tensor(make_smem_ptr(shared_tile<Vec, Cfg::BM * Cfg::CN, 128>()),  // (BM,CN)
+                             typename Cfg::Smem{});
+  Tensor tIn_s = local_partition(sTile, typename Cfg::LoadThreads{}, threadIdx.x);       // (BM/(T/CN),1)
+  Tensor tIn_c = local_partition(make_identity_tensor(Shape<Int<Cfg::BM>, Int<Cfg::CN>>{}),  // (BM/(T/CN),1)
+                                 typename Cfg::LoadThreads{}, threadIdx.x);
+
+  TileWalk walk(m.extent, n.extent, p.batch.count, Cfg::BM, Cfg::BN);
+  for (int64_t t = blockIdx.x; t < walk.count; t += gridDim.x) {
+    TileCoord tile = walk(t, p.batch);
+    int64_t const m0 = tile.m * Cfg::BM, n0 = tile.n * Cfg::BN;  // the tile's first (m, n)
+
+    //
+    // 1. global -> shared: this thread's column of vectors (one n, several m)
+    //
+    int64_t const col = n0 + get<1>(tIn_c(0)) * V;
+    int64_t const col_in = tile.at.in + n(col).in;
+    CUTE_UNROLL
+    for (int i = 0; i < size(tIn_s); ++i) {
+      int64_t const row = m0 + get<0>(tIn_c(i));
+      if (row < m.extent && col < n.extent) tIn_s(i) = *reinterpret_cast<Vec const*>(src + col_in + m(row).in);
+    }
+    __syncthreads();
+
+    //
+    // 2. shared -> registers -> transposed V x V blocks -> global, vectors of V consecutive m
+    //
+    transpose_blocks<Cfg>(sTile, [&](int tn, int tmv, Vec const& v) {
+      int64_t const row = m0 + tmv * V, c = n0 + tn;
+      if (row < m.extent && c < n.extent)
+        *reinterpret_cast<Vec*>(dst + tile.at.out + n(c).out + m(row).out) = v;
+    });
+    __syncthreads();  // the next tile reuses sTile
+  }
+}
+
+// Whether both sides move in W-byte vectors: fits_vectors for the inner dims, and every outer
+// stride a whole number of vectors, so that no vector straddles two outer indices.
+bool fits_split(SplitProblem const& s, int W) {
+  int64_t const V = W / s.problem.element_size;
+  return fits_vectors(s.problem, W) && divisible(s.m.in_stride, V) && divisible(s.m.out_stride, V) &&
+         divisible(s.n.in_stride, V) && divisible(s.n.out_stride, V);
+}
+
+template <class T, int W>
+cudaError_t launch_with(SplitProblem const& s, cudaStream_t stream) {
+  using Cfg = typename FastConfig<T, W>::type;
+  Problem const& p = s.problem;
+  Side const m(p.rows, p.row_stride, p.out_row_stride, s.m);
+  Side const n(p.cols, p.col_stride, p.out_col_stride, s.n);
+  TileWalk const walk(m.extent, n.extent, p.batch.count, Cfg::BM, Cfg::BN);
+  split_transpose<Cfg><<<walk.grid(), Cfg::kThreads, 0, stream>>>(p, m, n);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+// The split pays only where the plain tiles would be less than half full: otherwise the plain
+// kernel, whose persistent grid balances the last wave, measured faster (docs/PERFORMANCE.md).
+bool split_pays(Problem const& p) {
+  return with_element_type(p.element_size, [&](auto t) {
+    using Cfg = typename FastConfig<decltype(t), 16>::type;
+    auto const covered = [](int64_t n, int64_t b) { return (n + b - 1) / b * b; };
+    bool const half_empty = 2 * p.rows * p.cols < covered(p.rows, Cfg::BM) * covered(p.cols, Cfg::BN);
+    return half_empty ? cudaSuccess : cudaErrorInvalidValue;
+  }) == cudaSuccess;
+}
+
+int split_vectorized_width(SplitProblem const& s) {
+  if (!split_pays(s.problem)) return 0;
+  for (int W : {16, 8, 4})
+    if (worth_it(s.problem.element_size, W) && fits_split(s, W)) return W;
+  return 0;
+}
+
+cudaError_t launch_split_transpose(SplitProblem const& s, cudaStream_t stream) {
+  int const W = split_vectorized_width(s);
+  return with_element_type(s.problem.element_size, [&](auto t) -> cudaError_t {
+    using T = decltype(t);
+    constexpr int E = sizeof(T);
+    if constexpr (worth_it(E, 16)) if (W == 16) return launch_with<T, 16>(s, stream);
+    if constexpr (worth_it(E, 8)) if (W == 8) return launch_with<T, 8>(s, stream);
+    if constexpr (worth_it(E, 4)) if (W == 4) return launch_with<T, 4>(s, stream);
+    return cudaErrorInvalidValue;
+  });
+}
+
+}  // namespace cute_transpose
