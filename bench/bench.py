@@ -387,14 +387,22 @@ class Progress:
             print(file=sys.stderr)
 
 
-def run_all(cells: list[tuple[Shape, str]], specs: list[OpSpec], timer: Timer,
-            device: torch.device, progress: Progress) -> list[Result]:
-    results: list[Result] = []
-    for shape, dtype_name in cells:
-        progress.start(f"{shape_text(shape)} {dtype_name}")
-        results += run_cell(shape, dtype_name, specs, timer, device)
+def run_cells(cells: Sequence[tuple], label: Callable[..., str], run_one: Callable[..., list],
+              progress: Progress) -> list:
+    """run_one(*cell) for every cell, under the progress bar (label(*cell) names the cell)."""
+    results: list = []
+    for cell in cells:
+        progress.start(label(*cell))
+        results += run_one(*cell)
         progress.done()
     return results
+
+
+def run_all(cells: list[tuple[Shape, str]], specs: list[OpSpec], timer: Timer,
+            device: torch.device, progress: Progress) -> list[Result]:
+    return run_cells(cells, lambda shape, dtype_name: f"{shape_text(shape)} {dtype_name}",
+                     lambda shape, dtype_name: run_cell(shape, dtype_name, specs, timer, device),
+                     progress)
 
 
 def run_tiny(device: torch.device, calls: int) -> list[Result]:
@@ -567,6 +575,12 @@ def plot_chart(results: list[Result], specs: list[OpSpec], title: str, path: Pat
                 if any(s.name == op for s in specs)]
     fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=9)
     fig.suptitle(title)
+    return save_figure(fig, path)
+
+
+def save_figure(fig, path: Path) -> bool:
+    """Lays out, writes and closes a chart; True (it was written)."""
+    import matplotlib.pyplot as plt
     fig.tight_layout()
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
@@ -786,12 +800,9 @@ def run_permute_cell(case: PermuteCase, dtype_name: str, specs: list[PermuteOpSp
 
 def run_permute_all(cells: list[PermuteCell], specs: list[PermuteOpSpec], timer: Timer,
                     device: torch.device, progress: Progress) -> list[PermuteResult]:
-    results: list[PermuteResult] = []
-    for case, dtype_name in cells:
-        progress.start(f"{case.name} {dtype_name}")
-        results += run_permute_cell(case, dtype_name, specs, timer, device)
-        progress.done()
-    return results
+    return run_cells(cells, lambda case, dtype_name: f"{case.name} {dtype_name}",
+                     lambda case, dtype_name: run_permute_cell(case, dtype_name, specs, timer, device),
+                     progress)
 
 
 def dims_text(dims: Dims) -> str:
@@ -916,10 +927,7 @@ def plot_permute_chart(section: PermuteSection, title: str, path: Path) -> bool:
                        label=f"goal: {GOAL_RATIO_TO_CLONE:.2f} x clone")]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     ax.set_title(title)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return True
+    return save_figure(fig, path)
 
 
 def permute_json(section: PermuteSection) -> dict:
