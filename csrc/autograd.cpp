@@ -105,30 +105,30 @@ void refuse_grad(at::Tensor const& x, at::Tensor const& out, char const* op) {
               "but one of the arguments requires grad");
 }
 
+// Runs `call` (the out= op, below autograd) after refusing gradients, then bumps out's version.
+template <class Call>
+at::Tensor& out_below_autograd(at::Tensor const& x, at::Tensor& out, char const* op, Call&& call) {
+  refuse_grad(x, out, op);
+  {
+    at::AutoDispatchBelowADInplaceOrView guard;
+    call();
+  }
+  torch::autograd::impl::bump_version(out);
+  return out;
+}
+
 at::Tensor& permute_out_autograd(at::Tensor const& x, at::IntArrayRef dims, at::Tensor& out) {
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("cute_transpose::permute", "out")
                        .typed<at::Tensor&(at::Tensor const&, at::IntArrayRef, at::Tensor&)>();
-  refuse_grad(x, out, "permute");
-  {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    op.call(x, dims, out);
-  }
-  torch::autograd::impl::bump_version(out);
-  return out;
+  return out_below_autograd(x, out, "permute", [&] { op.call(x, dims, out); });
 }
 
 at::Tensor& transpose_out_autograd(at::Tensor const& x, int64_t dim0, int64_t dim1, at::Tensor& out) {
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("cute_transpose::transpose", "out")
                        .typed<at::Tensor&(at::Tensor const&, int64_t, int64_t, at::Tensor&)>();
-  refuse_grad(x, out, "transpose");
-  {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    op.call(x, dim0, dim1, out);
-  }
-  torch::autograd::impl::bump_version(out);
-  return out;
+  return out_below_autograd(x, out, "transpose", [&] { op.call(x, dim0, dim1, out); });
 }
 
 }  // namespace

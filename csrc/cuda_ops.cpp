@@ -72,10 +72,12 @@ struct RunCuda {
     cudaStream_t const stream = c10::cuda::getCurrentCUDAStream();
     if (plan.route == Kind::Copy) {
       C10_CUDA_CHECK(launch_strided_copy(p, stream));
-    } else if (plan.split && split_vectorized_width(*plan.split)) {
-      C10_CUDA_CHECK(launch_split_transpose(*plan.split, stream));
+    } else if (int const W = plan.split ? split_vectorized_width(*plan.split) : 0) {
+      C10_CUDA_CHECK(launch_split_transpose(*plan.split, W, stream));
+    } else if (int const V = vectorized_width(p)) {
+      C10_CUDA_CHECK(launch_vectorized(p, V, stream));
     } else {
-      C10_CUDA_CHECK(vectorized_width(p) ? launch_vectorized(p, stream) : launch_padded(p, stream));
+      C10_CUDA_CHECK(launch_padded(p, stream));
     }
   }
 };

@@ -28,6 +28,10 @@ SHAPES = [(1, 1), (1, 257), (300, 1), (33, 65), (1000, 3001), (4097, 17), (3, 12
           (0, 5), (4, 0), (2, 0, 3)]
 
 
+# The ops called as op(x) (permute(x, dims) has its own file, tests/test_permute.py).
+MATRIX_OPS = tuple(name for name in cute_transpose.OPS if name != "permute")
+
+
 def random_tensor(shape, dtype, device="cpu", generator=None):
     """Fresh random bits of `dtype` (never zeros; NaN payloads included for floats)."""
     if dtype == torch.bool:

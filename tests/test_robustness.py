@@ -9,11 +9,9 @@ import time
 import pytest
 import torch
 
-import cute_transpose
-from conftest import DEVICES, HAS_CUDA, IS_SM90, assert_bits_equal, expected, op, random_tensor
+from conftest import MATRIX_OPS, DEVICES, HAS_CUDA, IS_SM90, assert_bits_equal, expected, op, random_tensor
 
-# Ops called as op(x): permute(x, dims) has its own file, tests/test_permute.py.
-ALL_OPS = tuple(name for name in cute_transpose.OPS if name != "permute")
+ALL_OPS = MATRIX_OPS
 
 
 def usable(name):

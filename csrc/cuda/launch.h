@@ -20,8 +20,9 @@ CUTE_TRANSPOSE_DECLARE_LAUNCH(copy)
 // The `transpose` op's fast kernel. vectorized_width() is the widest access (16, 8 or 4 bytes)
 // that the problem's sizes, strides and alignment allow and that holds two or more elements (or
 // one 8- or 16-byte element); 0 when there is none: then the caller uses another kernel.
+// launch_vectorized() takes that width.
 int vectorized_width(Problem const& p);
-cudaError_t launch_vectorized(Problem const& p, cudaStream_t stream);
+cudaError_t launch_vectorized(Problem const& p, int width, cudaStream_t stream);
 
 // The `permute` op's copy route (strided_copy.cu): a Problem whose output is the contiguous
 // (batch..., M, N) tensor -- rows keep their order -- copied in the widest vectors that the
@@ -33,7 +34,7 @@ cudaError_t launch_strided_copy(Problem const& p, cudaStream_t stream);
 // the split problem cannot move in vectors or would not pay (then the caller runs the plain
 // Problem).
 int split_vectorized_width(SplitProblem const& s);
-cudaError_t launch_split_transpose(SplitProblem const& s, cudaStream_t stream);
+cudaError_t launch_split_transpose(SplitProblem const& s, int width, cudaStream_t stream);
 
 // Where a shared-memory seed variant touches shared memory, for bank analysis
 // (cute_transpose.banks): the byte address that each lane of warp 0 accesses at each step of

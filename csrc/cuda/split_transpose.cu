@@ -95,8 +95,6 @@ cudaError_t launch_with(SplitProblem const& s, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-}  // namespace
-
 // The split pays only where the plain tiles would be less than half full: otherwise the plain
 // kernel, whose persistent grid balances the last wave, measured faster (docs/PERFORMANCE.md).
 bool split_pays(Problem const& p) {
@@ -108,22 +106,16 @@ bool split_pays(Problem const& p) {
   }) == cudaSuccess;
 }
 
+}  // namespace
+
 int split_vectorized_width(SplitProblem const& s) {
   if (!split_pays(s.problem)) return 0;
-  for (int W : {16, 8, 4})
-    if (worth_it(s.problem.element_size, W) && fits_split(s, W)) return W;
-  return 0;
+  return widest_vector(s.problem.element_size, [&](int W) { return fits_split(s, W); });
 }
 
-cudaError_t launch_split_transpose(SplitProblem const& s, cudaStream_t stream) {
-  int const W = split_vectorized_width(s);
-  return with_element_type(s.problem.element_size, [&](auto t) -> cudaError_t {
-    using T = decltype(t);
-    constexpr int E = sizeof(T);
-    if constexpr (worth_it(E, 16)) if (W == 16) return launch_with<T, 16>(s, stream);
-    if constexpr (worth_it(E, 8)) if (W == 8) return launch_with<T, 8>(s, stream);
-    if constexpr (worth_it(E, 4)) if (W == 4) return launch_with<T, 4>(s, stream);
-    return cudaErrorInvalidValue;
+cudaError_t launch_split_transpose(SplitProblem const& s, int width, cudaStream_t stream) {
+  return with_vector_width(s.problem.element_size, width, [&](auto t, auto w) {
+    return launch_with<decltype(t), decltype(w)::value>(s, stream);
   });
 }
 

@@ -155,15 +155,12 @@ cudaError_t launch_scalar_tma(Problem const& p, cudaStream_t stream) {
 }  // namespace
 
 cudaError_t launch_tma(Problem const& p, cudaStream_t stream) {
-  int const W = vectorized_width(p);
-  return with_element_type(p.element_size, [&](auto t) -> cudaError_t {
-    using T = decltype(t);
-    constexpr int E = sizeof(T);
-    if constexpr (worth_it(E, 16)) if (W == 16) return launch_vectorized_tma<T, 16>(p, stream);
-    if constexpr (worth_it(E, 8)) if (W == 8) return launch_vectorized_tma<T, 8>(p, stream);
-    if constexpr (worth_it(E, 4)) if (W == 4) return launch_vectorized_tma<T, 4>(p, stream);
-    return launch_scalar_tma<T>(p, stream);
-  });
+  if (int const W = vectorized_width(p)) {
+    return with_vector_width(p.element_size, W, [&](auto t, auto w) {
+      return launch_vectorized_tma<decltype(t), decltype(w)::value>(p, stream);
+    });
+  }
+  return with_element_type(p.element_size, [&](auto t) { return launch_scalar_tma<decltype(t)>(p, stream); });
 }
 
 int tma_kernel_arch(int element_size) {

@@ -171,5 +171,26 @@ template <int W> struct FastConfig<cute::uint128_t, W> { using type = VecTile<cu
 // element: with single 4-, 2- or 1-byte elements the seed kernels measured faster.
 constexpr bool worth_it(int element_size, int W) { return W >= 2 * element_size || (element_size >= 8 && W == element_size); }
 
+// The widest width W of 16, 8 and 4 bytes that is worth using and for which fits(W) holds; 0 if
+// there is none.
+template <class Fits>
+int widest_vector(int element_size, Fits&& fits) {
+  for (int W : {16, 8, 4})
+    if (worth_it(element_size, W) && fits(W)) return W;
+  return 0;
+}
+
+// Calls f(T{}, Int<W>{}) with the unsigned type T of that element size and the width W (a
+// widest_vector() result) as a compile-time constant; cudaErrorInvalidValue for any other W.
+template <class F>
+cudaError_t with_vector_width(int element_size, int W, F&& f) {
+  return with_element_type(element_size, [&](auto t) -> cudaError_t {
+    constexpr int E = sizeof(decltype(t));
+    if constexpr (worth_it(E, 16)) if (W == 16) return f(t, cute::Int<16>{});
+    if constexpr (worth_it(E, 8)) if (W == 8) return f(t, cute::Int<8>{});
+    if constexpr (worth_it(E, 4)) if (W == 4) return f(t, cute::Int<4>{});
+    return cudaErrorInvalidValue;
+  });
+}
 
 }  // namespace cute_transpose

@@ -67,20 +67,12 @@ cudaError_t launch_with(Problem const& p, cudaStream_t stream) {
 }  // namespace
 
 int vectorized_width(Problem const& p) {
-  for (int W : {16, 8, 4})
-    if (worth_it(p.element_size, W) && fits_vectors(p, W)) return W;
-  return 0;
+  return widest_vector(p.element_size, [&](int W) { return fits_vectors(p, W); });
 }
 
-cudaError_t launch_vectorized(Problem const& p, cudaStream_t stream) {
-  int const W = vectorized_width(p);
-  return with_element_type(p.element_size, [&](auto t) -> cudaError_t {
-    constexpr int E = sizeof(decltype(t));
-    using T = decltype(t);
-    if constexpr (worth_it(E, 16)) if (W == 16) return launch_with<T, 16>(p, stream);
-    if constexpr (worth_it(E, 8)) if (W == 8) return launch_with<T, 8>(p, stream);
-    if constexpr (worth_it(E, 4)) if (W == 4) return launch_with<T, 4>(p, stream);
-    return cudaErrorInvalidValue;
+cudaError_t launch_vectorized(Problem const& p, int width, cudaStream_t stream) {
+  return with_vector_width(p.element_size, width, [&](auto t, auto w) {
+    return launch_with<decltype(t), decltype(w)::value>(p, stream);
   });
 }
 

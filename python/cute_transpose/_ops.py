@@ -6,6 +6,7 @@ from typing import Callable, Optional, Sequence
 
 import torch
 from torch import Tensor
+from torch._prims_common import canonicalize_dim
 
 # The transpose variants, in the order of the ladder. Must match csrc/variants.h (a test checks).
 VARIANTS: tuple[str, ...] = (
@@ -74,27 +75,17 @@ def _permutation(x: Tensor, dims: Sequence[int], name: str) -> list[int]:
     torch._check(len(dims) == rank,
                  lambda: f"cute_transpose.{name}: dims {list(dims)} has {len(dims)} entries, "
                          f"but the input has rank {rank} (shape {tuple(x.shape)})")
-    perm = [_wrap(d, rank) for d in dims]
+    perm = [canonicalize_dim(rank, d) for d in dims]  # IndexError as torch's, for a bad dim
     torch._check(len(set(perm)) == rank,
                  lambda: f"cute_transpose.{name}: dims {list(dims)} is not a permutation")
     return perm
 
 
-def _wrap(dim: int, rank: int) -> int:
-    bound = max(rank, 1)
-    if not -bound <= dim < bound:
-        raise IndexError(f"Dimension out of range (expected to be in range of [{-bound}, {bound - 1}], "
-                         f"but got {dim})")
-    return dim % bound
-
-
 def _transposition(x: Tensor, dim0: int, dim1: int) -> list[int]:
+    a, b = canonicalize_dim(x.dim(), dim0), canonicalize_dim(x.dim(), dim1)
     perm = list(range(x.dim()))
     if perm:
-        a, b = _wrap(dim0, x.dim()), _wrap(dim1, x.dim())
         perm[a], perm[b] = perm[b], perm[a]
-    else:
-        _wrap(dim0, 0), _wrap(dim1, 0)
     return perm
 
 
