@@ -67,7 +67,8 @@ def want_cuda() -> bool:
 
 
 def make_extension():
-    cpu_sources = ["csrc/ops.cpp", "csrc/problem.cpp", "csrc/cpu_transpose.cpp", "csrc/autograd.cpp"]
+    # csrc/cuda_*.cpp and csrc/cuda/*.cu need CUDA; every other csrc/*.cpp is always built.
+    cpu_sources = sorted(p for p in glob.glob("csrc/*.cpp") if not Path(p).name.startswith("cuda_"))
     cxx_flags = ["-O3"]
     if not want_cuda():
         warnings.warn("cute_transpose: no CUDA toolkit or CPU-only torch "
@@ -81,7 +82,7 @@ def make_extension():
     cute = find_cute_headers()
     print(f"cute_transpose: CuTe headers from {cute}; "
           f"TORCH_CUDA_ARCH_LIST={os.environ['TORCH_CUDA_ARCH_LIST']}")
-    cuda_sources = sorted(glob.glob("csrc/cuda/*.cu")) + ["csrc/cuda_ops.cpp"]
+    cuda_sources = sorted(glob.glob("csrc/cuda/*.cu")) + sorted(glob.glob("csrc/cuda_*.cpp"))
     nvcc_flags = ["-O3", "--expt-relaxed-constexpr", "-lineinfo"]
     return CUDAExtension("cute_transpose._C", cpu_sources + cuda_sources,
                          include_dirs=[str(ROOT / "csrc"), str(cute)],

@@ -46,7 +46,7 @@ struct AnyTwoDims : torch::autograd::Function<AnyTwoDims> {
   }
 };
 
-#define CUTE_TRANSPOSE_REDISPATCH(name)                                                                 \
+#define CUTE_TRANSPOSE_REDISPATCH(name, ...)                                                               \
   at::Tensor call_##name(at::Tensor const& x) {                                                         \
     static auto op =                                                                                    \
         c10::Dispatcher::singleton().findSchemaOrThrow("cute_transpose::" #name, "").typed<at::Tensor(at::Tensor const&)>(); \
@@ -134,7 +134,7 @@ at::Tensor& transpose_out_autograd(at::Tensor const& x, int64_t dim0, int64_t di
 }  // namespace
 
 TORCH_LIBRARY_IMPL(cute_transpose, Autograd, m) {
-#define CUTE_TRANSPOSE_IMPL(name) m.impl(#name, &name##_autograd);
+#define CUTE_TRANSPOSE_IMPL(name, ...) m.impl(#name, &name##_autograd);
   CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_IMPL)
 #undef CUTE_TRANSPOSE_IMPL
   m.impl("copy", &copy_autograd);

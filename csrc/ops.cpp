@@ -1,16 +1,18 @@
-// Op schemas (TORCH_LIBRARY) and their CPU implementations.
+// Op schemas (TORCH_LIBRARY), the CPU implementations, and the ops that describe a plan.
 //
 // Every transpose variant maps (..., M, N) -> (..., N, M) and returns a new contiguous tensor
 // equal to x.transpose(-2, -1).contiguous(); `copy` returns a contiguous copy of x. On the CPU
-// all variants share one cache-blocked implementation: the variants differ only in how a GPU
-// moves the tile through shared memory.
+// every op runs ATen's strided copy: the variants differ only in how a GPU moves tiles, and
+// ATen's CPU copy is as fast as anything we would write (the CPU path exists for correctness
+// and CPU users).
 #include <Python.h>
 #include <torch/library.h>
 
+#include <sstream>
 #include <type_traits>
 #include <vector>
 
-#include "glue.h"
+#include "ops.h"
 #include "variants.h"
 
 // The module is a plain extension with no Python bindings: importing it runs the static
@@ -21,27 +23,96 @@ extern "C" PyObject* PyInit__C(void) {
 }
 
 namespace cute_transpose {
-namespace {
 
-template <Kind kind>
-at::Tensor cpu_op(at::Tensor const& x, char const* name) {
-  Prepared r = prepare(x, kind, name);
-  if (!r.empty()) run_cpu(r.problem);
-  return r.out;
+void aten_permute_into(at::Tensor const& x, at::IntArrayRef perm, at::Tensor& out) {
+  // Same-size reinterpretation works for any strides; 16-byte elements are complex128.
+  at::ScalarType bits = at::kComplexDouble;
+  switch (x.element_size()) {
+    case 1: bits = at::kByte; break;
+    case 2: bits = at::kShort; break;
+    case 4: bits = at::kInt; break;
+    case 8: bits = at::kLong; break;
+  }
+  out.view(bits).copy_(x.view(bits).permute(perm));
 }
 
+at::Tensor new_result(at::Tensor const& x, at::IntArrayRef perm) {
+  return at::empty(permuted_sizes(x, perm), x.options().memory_format(at::MemoryFormat::Contiguous));
+}
+
+namespace {
+
 struct RunCpu {
-  int guard(at::Tensor const&) const { return 0; }
-  void operator()(Plan const& plan) const { run_cpu(plan.problem); }
+  static int guard(at::Tensor const&) { return 0; }
+  static void best(at::Tensor const& x, at::IntArrayRef perm, at::Tensor& out, Plan const&) {
+    aten_permute_into(x, perm, out);
+  }
+  static void forced(at::Tensor const& x, at::IntArrayRef perm, at::Tensor& out, Plan const&, Kernel, char const*) {
+    aten_permute_into(x, perm, out);
+  }
 };
 using CpuOps = PlanOps<RunCpu>;
 
-#define CUTE_TRANSPOSE_CPU_FN(name) \
-  at::Tensor name##_cpu(at::Tensor const& x) { return cpu_op<Kind::Transpose>(x, #name); }
+#define CUTE_TRANSPOSE_CPU_FN(name, kernel) \
+  at::Tensor name##_cpu(at::Tensor const& x) { return run_forced<RunCpu>(x, Kernel::kernel, #name); }
 CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_CPU_FN)
+CUTE_TRANSPOSE_CPU_FN(copy, SeedCopy)
 #undef CUTE_TRANSPOSE_CPU_FN
 
-at::Tensor copy_cpu(at::Tensor const& x) { return cpu_op<Kind::Copy>(x, "copy"); }
+at::Tensor permute_with_cpu(at::Tensor const& x, at::IntArrayRef dims, c10::string_view kernel) {
+  auto const perm = checked_permutation(x, dims, "_permute_with");
+  TORCH_CHECK(kernel == "aten", "cute_transpose._permute_with: kernel '", kernel,
+              "' runs on CUDA tensors only; on the CPU every op is ATen's copy ('aten')");
+  at::Tensor out = new_result(x, perm);
+  if (out.numel()) aten_permute_into(x, perm, out);
+  return out;
+}
+
+std::string json_string(std::string const& s) {
+  std::string quoted = "\"";
+  for (char c : s) quoted += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+  return quoted + "\"";
+}
+
+// The plan and the CUDA kernel choice for x.permute(dims) on a GPU of compute capability
+// `arch` (e.g. 90), as JSON. A fresh contiguous output is assumed (aligned like any allocation).
+std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch) {
+  auto const perm = checked_permutation(x, dims, "explain");
+  at::Tensor const out = at::empty(permuted_sizes(x, perm), x.options().device(at::kMeta));
+  std::ostringstream j;
+  j << "{\"arch\": " << arch << ", ";
+  auto const plan = out.numel() == 0 ? std::nullopt : plan_permute(x, perm, out);
+  if (!plan) {
+    j << "\"route\": " << json_string(out.numel() == 0 ? "empty" : "more than 8 dims after merging")
+      << ", \"kernel\": " << json_string(out.numel() == 0 ? "none" : "aten") << ", \"config\": \"\", \"class\": \"\", "
+      << "\"reason\": " << json_string(out.numel() == 0 ? "an empty result launches nothing" : "ATen's strided copy")
+      << ", \"dims\": []}";
+    return j.str();
+  }
+  Choice const c = choose(*plan, Device{int(arch), /*tma=*/arch >= 90}, /*explain=*/true);
+  j << "\"route\": " << json_string(plan->copy_route() ? "copy" : "transpose") << ", \"kernel\": "
+    << json_string(kernel_name(c.kernel)) << ", \"config\": " << json_string(c.config())
+    << ", \"class\": " << json_string(c.key) << ", \"reason\": " << json_string(c.reason) << ", \"m\": " << plan->m
+    << ", \"n\": " << plan->n << ", \"dims\": [";
+  for (int i = 0; i < plan->rank; ++i)
+    j << (i ? ", " : "") << "[" << plan->dims[i].size << ", " << plan->dims[i].in << ", " << plan->dims[i].out << "]";
+  j << "]}";
+  return j.str();
+}
+
+std::vector<std::string> kernels() { return candidate_names(); }
+
+std::vector<std::string> variants() {
+#define CUTE_TRANSPOSE_NAME(name, ...) #name,
+  return {CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_NAME)};
+#undef CUTE_TRANSPOSE_NAME
+}
+
+// Nested tensors reach the dispatcher under their own keys: answer with our message.
+void nested_tensor_error(c10::OperatorHandle const& op, torch::jit::Stack*) {
+  TORCH_CHECK(false, "cute_transpose.", op.schema().name().substr(16),
+              ": expected a strided (dense) tensor, got a nested tensor");
+}
 
 // at::Tag::out marks the out= overloads as write-only into `out`, which is what lets
 // torch.compile functionalize them. Older torch has no such tag: then no tags.
@@ -57,12 +128,12 @@ struct OutTag<Tag, std::void_t<decltype(Tag::out)>> {
 }  // namespace
 
 TORCH_LIBRARY(cute_transpose, m) {
-#define CUTE_TRANSPOSE_DEF(name) m.def(#name "(Tensor x) -> Tensor");
+#define CUTE_TRANSPOSE_DEF(name, kernel) m.def(#name "(Tensor x) -> Tensor");
   CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_DEF)
 #undef CUTE_TRANSPOSE_DEF
   m.def("copy(Tensor x) -> Tensor");
   // The best kernels for x.transpose(dim0, dim1).contiguous() and x.permute(dims).contiguous(),
-  // chosen by fixed rules, and their forms that write into a preallocated contiguous `out`.
+  // chosen per shape (choose.h), and their forms that write into a preallocated contiguous `out`.
   m.def("transpose(Tensor x, int dim0=-2, int dim1=-1) -> Tensor");
   // The out= forms name their input `src`, not `x`: torch 2.14's Inductor lowers a functional
   // custom op to an .out overload whose other arguments match it by name, type and default, and
@@ -71,17 +142,37 @@ TORCH_LIBRARY(cute_transpose, m) {
   m.def("transpose.out(Tensor src, int dim0=-2, int dim1=-1, *, Tensor(a!) out) -> Tensor(a!)", out_tags);
   m.def("permute(Tensor x, int[] dims) -> Tensor");
   m.def("permute.out(Tensor src, int[] dims, *, Tensor(a!) out) -> Tensor(a!)", out_tags);
+  // Private: one named kernel of the chooser's candidates (for tuning and tests), the plan and
+  // choice in words, the candidates' names, and the ladder's variants in order.
+  m.def("_permute_with(Tensor x, int[] dims, str kernel) -> Tensor");
+  m.def("_explain(Tensor x, int[] dims, int arch) -> str", &explain);
+  m.def("_kernels() -> str[]", &kernels);
+  m.def("_variants() -> str[]", &variants);
 }
 
 TORCH_LIBRARY_IMPL(cute_transpose, CPU, m) {
-#define CUTE_TRANSPOSE_IMPL(name) m.impl(#name, &name##_cpu);
+#define CUTE_TRANSPOSE_IMPL(name, kernel) m.impl(#name, &name##_cpu);
   CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_IMPL)
+  CUTE_TRANSPOSE_IMPL(copy, SeedCopy)
 #undef CUTE_TRANSPOSE_IMPL
-  m.impl("copy", &copy_cpu);
   m.impl("transpose", &CpuOps::transpose);
   m.impl("transpose.out", &CpuOps::transpose_out);
   m.impl("permute", &CpuOps::permute);
   m.impl("permute.out", &CpuOps::permute_out);
+  m.impl("_permute_with", &permute_with_cpu);
 }
+
+#define CUTE_TRANSPOSE_NESTED_IMPL(name, ...) \
+  m.impl(#name, torch::CppFunction::makeFromBoxedFunction<&nested_tensor_error>());
+#define CUTE_TRANSPOSE_NESTED(key)                             \
+  TORCH_LIBRARY_IMPL(cute_transpose, key, m) {                 \
+    CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_NESTED_IMPL) \
+    for (char const* name : {"copy", "transpose", "transpose.out", "permute", "permute.out"}) \
+      m.impl(name, torch::CppFunction::makeFromBoxedFunction<&nested_tensor_error>()); \
+  }
+CUTE_TRANSPOSE_NESTED(NestedTensorCPU)
+CUTE_TRANSPOSE_NESTED(NestedTensorCUDA)
+#undef CUTE_TRANSPOSE_NESTED
+#undef CUTE_TRANSPOSE_NESTED_IMPL
 
 }  // namespace cute_transpose

@@ -1,6 +1,6 @@
 """The workload the sanitizers watch (scripts/sanitize.sh): every op x element size on an odd
-and a batched shape (and a TMA-aligned one), and `permute` on a case for each of its kernels,
-each result checked on the CPU. Inputs are made on the CPU and copied over, so that the only
+and a batched shape (and a TMA-aligned one), and `permute` on cases for each kernel it chooses
+among, each kernel forced by name, each result checked on the CPU. Inputs are made on the CPU and copied over, so that the only
 kernels that run are this extension's."""
 
 import sys
@@ -11,13 +11,15 @@ import cute_transpose
 
 SHAPES = [(37, 70), (3, 45, 100), (2, 48, 72)]  # odd; batched; M * size a multiple of 16 (tma)
 DTYPES = [torch.uint8, torch.bfloat16, torch.float32, torch.float64, torch.complex128]
-# (shape, dims, step of a sliced view): the row copy (vectors; scalars on a stepped view), the tile
-# transpose, the split tiles (short sides, rank 5), and scalar tiles on odd sizes.
-PERMUTES = [((4, 33, 6, 64), (0, 2, 1, 3), 1), ((4, 33, 6, 64), (0, 2, 1, 3), 2),
-            ((3, 40, 96), (0, 2, 1), 1), ((4, 8, 16, 8, 32), (0, 3, 1, 4, 2), 1),
-            ((3, 5, 7, 9), (3, 1, 0, 2), 1)]
-
-
+# (shape, dims, slice of the last dim): cases for each kernel of the chooser, each forced by
+# name: rows (vectors; scalars on a stepped view), tiles (16-byte and single-element vectors),
+# interleave (pack, unpack, and a sliced view with a scalar tail), boxes of small dims, TMA.
+PERMUTES = [((4, 33, 6, 64), (0, 2, 1, 3), slice(None)), ((4, 33, 6, 64), (0, 2, 1, 3), slice(None, None, 2)),
+            ((3, 40, 96), (0, 2, 1), slice(None)), ((37, 70), (1, 0), slice(None)),
+            ((2, 3, 40, 48), (0, 2, 3, 1), slice(None)), ((2, 40, 48, 3), (0, 3, 1, 2), slice(None)),
+            ((2, 4, 64), (0, 2, 1), slice(0, 52)), ((4, 8, 16, 8, 32), (0, 3, 1, 4, 2), slice(None)),
+            ((2, 3, 2, 5, 2), (4, 2, 0, 3, 1), slice(None)), ((3, 5, 7, 9), (3, 1, 0, 2), slice(None)),
+            ((2, 48, 72), (0, 2, 1), slice(None))]
 
 
 def main() -> int:
@@ -39,15 +41,23 @@ def main() -> int:
                 if not torch.equal(got.view(torch.uint8), want.view(torch.uint8)):
                     bad += 1
                     print(f"WRONG: {name} {dtype} {shape}")
-    for shape, dims, step in PERMUTES:
+    for shape, dims, cut in PERMUTES:
         for dtype in DTYPES:
             x = torch.randint(0, 100, shape).to(dtype)
-            want = x[..., ::step].permute(dims).contiguous()
-            got = torch.ops.cute_transpose.permute(x.cuda()[..., ::step], list(dims)).cpu()  # sliced there
-            checked += 1
-            if not torch.equal(got.view(torch.uint8), want.view(torch.uint8)):
-                bad += 1
-                print(f"WRONG: permute {dtype} {shape}[..., ::{step}] {dims}")
+            want = x[..., cut].permute(dims).contiguous()
+            for kernel in ("auto",) + cute_transpose.KERNELS:
+                view = x.cuda()[..., cut]  # sliced there
+                try:
+                    got = (cute_transpose.permute(view, dims) if kernel == "auto" else
+                           torch.ops.cute_transpose._permute_with(view, list(dims), kernel)).cpu()
+                except RuntimeError as e:
+                    if "cannot run" in str(e):  # a kernel that does not take this shape
+                        continue
+                    raise
+                checked += 1
+                if not torch.equal(got.view(torch.uint8), want.view(torch.uint8)):
+                    bad += 1
+                    print(f"WRONG: permute[{kernel}] {dtype} {shape}[..., {cut}] {dims}")
     print(f"sanitize_cases: {checked} op runs checked, {bad} wrong")
     return 1 if bad else 0
 

@@ -1,5 +1,6 @@
-// Kernel launchers: one per op, each in its own .cu file. They enqueue on `stream` and return
-// the launch status; the torch glue (csrc/cuda_ops.cpp) checks it.
+// Kernel launchers, one per kernel, each in its own .cu file. They run what the chooser decided
+// (csrc/choose.h), enqueue on `stream` and return the launch status; the torch glue
+// (csrc/cuda_ops.cpp) checks it. No torch types here.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -7,34 +8,35 @@
 #include <cstdint>
 #include <vector>
 
-#include "problem.h"
+#include "tile_config.h"
 #include "variants.h"
+#include "work.h"
 
 namespace cute_transpose {
 
-#define CUTE_TRANSPOSE_DECLARE_LAUNCH(name) cudaError_t launch_##name(Problem const& p, cudaStream_t stream);
-CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_DECLARE_LAUNCH)
+// The seed ladder and the seed copy: the (M, N) matrices of a Problem, any strides.
+#define CUTE_TRANSPOSE_DECLARE_LAUNCH(name, ...) cudaError_t launch_##name(Problem const& p, cudaStream_t stream);
+CUTE_TRANSPOSE_FOR_EACH_SEED(CUTE_TRANSPOSE_DECLARE_LAUNCH)
 CUTE_TRANSPOSE_DECLARE_LAUNCH(copy)
 #undef CUTE_TRANSPOSE_DECLARE_LAUNCH
 
-// The `transpose` op's fast kernel. vectorized_width() is the widest access (16, 8 or 4 bytes)
-// that the problem's sizes, strides and alignment allow and that holds two or more elements (or
-// one 8- or 16-byte element); 0 when there is none: then the caller uses another kernel.
-// launch_vectorized() takes that width.
-int vectorized_width(Problem const& p);
-cudaError_t launch_vectorized(Problem const& p, int width, cudaStream_t stream);
+// The ladder's TMA variant (tma.cu), also a candidate of the chooser: `width`-byte loads (0:
+// element-wise), the output tile stored by TMA.
+cudaError_t launch_tma(Problem const& p, int width, cudaStream_t stream);
 
-// The `permute` op's copy route (strided_copy.cu): a Problem whose output is the contiguous
-// (batch..., M, N) tensor -- rows keep their order -- copied in the widest vectors that the
-// strides and alignment allow, scalars otherwise.
-cudaError_t launch_strided_copy(Problem const& p, cudaStream_t stream);
+// The vectorized tile transpose (tile_*.cu): `width`-byte vectors on both sides, `shape` tiles.
+cudaError_t launch_tile(Problem const& p, int width, TileShape shape, cudaStream_t stream);
 
-// The `permute` op's kernel for short m or n dims (split_transpose.cu): the vectorized tile
-// transpose with two dims per tile side. split_vectorized_width() is as vectorized_width(), 0 when
-// the split problem cannot move in vectors or would not pay (then the caller runs the plain
-// Problem).
-int split_vectorized_width(SplitProblem const& s);
-cudaError_t launch_split_transpose(SplitProblem const& s, int width, cudaStream_t stream);
+// The copy route (strided_copy.cu): rows of the contiguous (batch..., M, N) output copied in
+// `width`-byte vectors (or single elements).
+cudaError_t launch_rows(Problem const& p, int width, cudaStream_t stream);
+
+// One side of `channels` elements, interleaved (interleave.cu): `pack` moves the planes (rows
+// of the Problem's m) into the interleaved output, or else the interleaved input (n) into planes.
+cudaError_t launch_interleave(Problem const& p, int channels, bool pack, cudaStream_t stream);
+
+// Any permute as boxes staged through shared memory (box_transpose.cu).
+cudaError_t launch_box(BoxPlan const& b, cudaStream_t stream);
 
 // Where a shared-memory seed variant touches shared memory, for bank analysis
 // (cute_transpose.banks): the byte address that each lane of warp 0 accesses at each step of

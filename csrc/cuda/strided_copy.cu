@@ -1,5 +1,5 @@
-// The `permute` op's copy route: the output's innermost dim is also the input's innermost, so
-// no element changes its place within a row -- the op is a batched strided copy of rows. Threads
+// The Rows kernel, for the copy route: the output's innermost dim is also the input's tightest,
+// so no element changes its place within a row -- the op is a batched strided copy of rows. Threads
 // walk the output in order (it is contiguous), each moving W-byte vectors: the output offset of
 // vector i is i, and its input offset comes from splitting i into (n / V, m, batch...) with
 // precomputed fast dividers.
@@ -55,29 +55,8 @@ __global__ void __launch_bounds__(kThreads) strided_copy(Vec const* src, Vec* ds
   }
 }
 
-// Whether the output is the contiguous (batch..., M, N) tensor the kernel assumes.
-bool contiguous_output(Problem const& p) {
-  int64_t expected = p.rows * p.cols;
-  if (p.out_col_stride != 1 || (p.out_row_stride != p.cols && p.rows > 1)) return false;
-  for (int d = p.batch.rank - 1; d >= 0; --d) {
-    if (p.batch.out_stride[d] != expected) return false;
-    expected *= p.batch.size[d];
-  }
-  return true;
-}
-
-// Whether rows can move in W-byte vectors: contiguous rows of whole vectors, aligned.
-bool fits_rows(Problem const& p, int W) {
-  int64_t const V = W / p.element_size;
-  if (V < 1 || W % p.element_size != 0 || !(p.col_stride == 1 || p.cols == 1)) return false;
-  for (int d = 0; d < p.batch.rank; ++d)
-    if (!divisible(p.batch.in_stride[d], V)) return false;
-  return divisible(p.cols, V) && (divisible(p.row_stride, V) || p.rows == 1) &&
-         divisible(reinterpret_cast<uintptr_t>(p.src), W) && divisible(reinterpret_cast<uintptr_t>(p.dst), W);
-}
-
 template <class Vec>
-cudaError_t launch_rows(Problem const& p, cudaStream_t stream) {
+cudaError_t launch_rows_of(Problem const& p, cudaStream_t stream) {
   int64_t const V = int64_t(sizeof(Vec)) / p.element_size;  // elements per vector
   Gather gather;
   gather.add(p.cols / V, p.col_stride);  // V > 1 only where col_stride is 1
@@ -92,12 +71,17 @@ cudaError_t launch_rows(Problem const& p, cudaStream_t stream) {
 
 }  // namespace
 
-cudaError_t launch_strided_copy(Problem const& p, cudaStream_t stream) {
-  if (!contiguous_output(p)) return cudaErrorInvalidValue;
-  if (fits_rows(p, 16)) return launch_rows<Words<16>>(p, stream);
-  if (fits_rows(p, 8)) return launch_rows<Words<8>>(p, stream);
-  if (fits_rows(p, 4)) return launch_rows<Words<4>>(p, stream);
-  return with_element_type(p.element_size, [&](auto t) { return launch_rows<decltype(t)>(p, stream); });
+// The chooser (choose.cpp) checked that the rows move in `width`-byte vectors and that the
+// output is the contiguous (batch..., M, N) tensor.
+cudaError_t launch_rows(Problem const& p, int width, cudaStream_t stream) {
+  if (width > p.element_size) {
+    switch (width) {
+      case 16: return launch_rows_of<Words<16>>(p, stream);
+      case 8: return launch_rows_of<Words<8>>(p, stream);
+      case 4: return launch_rows_of<Words<4>>(p, stream);
+    }
+  }
+  return with_element_type(p.element_size, [&](auto t) { return launch_rows_of<decltype(t)>(p, stream); });
 }
 
 }  // namespace cute_transpose

@@ -6,7 +6,7 @@
 
 #include <climits>
 
-#include "problem.h"
+#include "work.h"
 
 namespace cute_transpose {
 

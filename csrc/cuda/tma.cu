@@ -5,7 +5,8 @@
 // TMA supports 32/64/128-byte swizzles but not the seeds' Swizzle<5,0,5>, so the output tile is
 // staged in the 128-byte-swizzled "MN-major" layout TMA understands (m contiguous, rows of 128
 // bytes, Swizzle<3,4,3> on byte addresses). Two ways to fill it:
-//   vectorized  (whenever the input can be read in vectors of 2+ elements, vector_tile.cuh):
+//   vectorized  (whenever the input can be read in vectors of 2+ elements or of whole 8- and
+//               16-byte elements, vector_tile.cuh):
 //               16-byte loads into a swizzled input tile, V x V register transposes, and 16-byte
 //               stores into the TMA tile -- conflict-free: 8 threads that store at once write 8
 //               consecutive 16-byte chunks of one 128-byte row, which the swizzle keeps distinct;
@@ -31,7 +32,7 @@ template <class T, int BM, int BN>
 using TmaSmem = decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<T>{}, Shape<Int<BM>, Int<BN>>{}));
 
 // The TMA store descriptor for (BM,BN) tiles of the output, viewed in input coordinates. The
-// torch glue hands this variant at most one batch dim (prepare(..., single_batch)).
+// torch glue hands this variant at most one batch dim (RunCuda::forced copies the others first).
 template <class T, int BM, int BN>
 auto make_tma_store(Problem const& p) {
   // TMA has no 16-byte element type: move 16-byte elements as pairs of 8-byte ones.
@@ -154,13 +155,17 @@ cudaError_t launch_scalar_tma(Problem const& p, cudaStream_t stream) {
 
 }  // namespace
 
-cudaError_t launch_tma(Problem const& p, cudaStream_t stream) {
-  if (int const W = vectorized_width(p)) {
-    return with_vector_width(p.element_size, W, [&](auto t, auto w) {
-      return launch_vectorized_tma<decltype(t), decltype(w)::value>(p, stream);
-    });
-  }
-  return with_element_type(p.element_size, [&](auto t) { return launch_scalar_tma<decltype(t)>(p, stream); });
+// `width`: the load width the chooser picked (V >= 2 elements, or whole 8- and 16-byte
+// elements); 0 for the scalar (Colfax) path.
+cudaError_t launch_tma(Problem const& p, int width, cudaStream_t stream) {
+  return with_element_type(p.element_size, [&](auto t) -> cudaError_t {
+    using T = decltype(t);
+    constexpr int E = sizeof(T);
+    if (width == 16) return launch_vectorized_tma<T, 16>(p, stream);
+    if constexpr (E <= 8) if (width == 8) return launch_vectorized_tma<T, 8>(p, stream);
+    if constexpr (E <= 2) if (width == 4) return launch_vectorized_tma<T, 4>(p, stream);
+    return launch_scalar_tma<T>(p, stream);
+  });
 }
 
 int tma_kernel_arch(int element_size) {

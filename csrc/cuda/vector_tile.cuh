@@ -8,7 +8,9 @@
 //      the tile's columns, so each output row is written in long contiguous runs.
 // Shared memory is addressed in vectors and swizzled at vector granularity: Swizzle<B,0,log2 BN>
 // XORs the block-row index (m / V) into the vector column, so the 128/W threads that share a
-// shared-memory wavefront hit distinct banks in both phases (B = log2(128 / W)).
+// shared-memory wavefront hit distinct banks in both phases (B = log2(128 / W), or fewer bits
+// when a tile row has fewer vectors). V = 1 (one element per access, for rows that no wider
+// vector fits) is the same kernel with trivial 1 x 1 blocks.
 #pragma once
 
 #include "tiling.cuh"
@@ -16,27 +18,31 @@
 namespace cute_transpose {
 
 // A W-byte vector as 32-bit words; its alignment lets the compiler emit one W-byte access.
+// Vectors of 1 or 2 bytes are plain integers.
 template <int W>
 struct alignas(W) Words {
   uint32_t word[W / 4];
 };
+template <int W>
+using VecOf = cute::conditional_t<(W >= 4), Words<W>, cute::conditional_t<W == 2, uint16_t, uint8_t>>;
 
 constexpr int log2i(int x) { return x <= 1 ? 0 : 1 + log2i(x / 2); }
 
 template <class T_, int W, int BM_, int BN_, int Threads>
 struct VecTile {
   using T = T_;
-  using Vec = Words<W>;
+  using Vec = VecOf<W>;
   static constexpr int kThreads = Threads;
   static constexpr int V = W / int(sizeof(T));  // elements per vector
   static constexpr int BM = BM_, BN = BN_;      // tile, in elements
   static constexpr int CN = BN / V;             // vectors in a tile row (input side)
   static constexpr int CM = BM / V;             // vectors in a tile column (output side)
-  static constexpr int kSwizzleBits = log2i(128 / W);
-  static_assert(V >= 1 && BM % V == 0 && BN % V == 0);
+  // A shared-memory wavefront serves 128 / W threads; with fewer vector columns than that, as
+  // many bits as there are columns.
+  static constexpr int kSwizzleBits = log2i(128 / W) < log2i(CN) ? log2i(128 / W) : log2i(CN);
+  static_assert(V >= 1 && W % int(sizeof(T)) == 0 && BM % V == 0 && BN % V == 0);
   static_assert(Threads % CN == 0 && BM % (Threads / CN) == 0, "load threads must tile (BM, CN)");
   static_assert(Threads % CM == 0 && CN % (Threads / CM) == 0, "store threads must tile (CM, CN)");
-  static_assert(CN >= (1 << kSwizzleBits), "the swizzle needs that many vector columns");
 
   // Phase 1: threads along tile rows, one vector each per step: (Threads/CN, CN).
   using LoadThreads = cute::Layout<cute::Shape<cute::Int<Threads / CN>, cute::Int<CN>>,
@@ -54,7 +60,9 @@ struct VecTile {
 template <class T, int V, class Vec>
 CUTE_DEVICE void transpose_block(Vec const (&in)[V], Vec (&out)[V]) {
   constexpr int kWords = sizeof(Vec) / 4;
-  if constexpr (sizeof(T) >= 4) {
+  if constexpr (V == 1) {
+    out[0] = in[0];
+  } else if constexpr (sizeof(T) >= 4) {
     constexpr int kWordsPerElem = sizeof(T) / 4;
     CUTE_UNROLL
     for (int j = 0; j < V; ++j)
@@ -83,21 +91,6 @@ CUTE_DEVICE void transpose_block(Vec const (&in)[V], Vec (&out)[V]) {
       }
     }
   }
-}
-
-inline bool divisible(int64_t x, int64_t v) { return x % v == 0; }
-
-// Whether a problem can be read and written in vectors of V elements (W bytes): the kernel's
-// n (input) and m (output) strides are 1, and every other stride, every offset and both sizes
-// are whole vectors.
-inline bool fits_vectors(Problem const& p, int W) {
-  int64_t const V = W / p.element_size;
-  if (V < 1 || !(p.col_stride == 1 || p.cols == 1) || !(p.out_row_stride == 1 || p.rows == 1)) return false;
-  for (int d = 0; d < p.batch.rank; ++d)
-    if (!divisible(p.batch.in_stride[d], V) || !divisible(p.batch.out_stride[d], V)) return false;
-  return divisible(p.cols, V) && divisible(p.rows, V) && (divisible(p.row_stride, V) || p.rows == 1) &&
-         (divisible(p.out_col_stride, V) || p.cols == 1) && divisible(reinterpret_cast<uintptr_t>(p.src), W) &&
-         divisible(reinterpret_cast<uintptr_t>(p.dst), W);
 }
 
 //
@@ -155,42 +148,6 @@ CUTE_DEVICE void transpose_blocks(STile const& sTile, Store&& store) {
     CUTE_UNROLL
     for (int j = 0; j < V; ++j) store(block_n * V + j, block_m, cols[j]);
   }
-}
-
-// The `transpose` op's tile configurations per element size (BM, BN, threads): about 32 KiB of
-// shared memory and 64-256 bytes in flight per thread. The vector width W falls back from 16 to 8
-// to 4 bytes.
-template <class T, int W> struct FastConfig;
-template <int W> struct FastConfig<uint8_t, W> { using type = VecTile<uint8_t, W, 128, 128, 64>; };
-template <int W> struct FastConfig<uint16_t, W> { using type = VecTile<uint16_t, W, 128, 128, 256>; };
-template <int W> struct FastConfig<uint32_t, W> { using type = VecTile<uint32_t, W, 64, 128, 256>; };
-template <int W> struct FastConfig<uint64_t, W> { using type = VecTile<uint64_t, W, 64, 64, 256>; };
-template <int W> struct FastConfig<cute::uint128_t, W> { using type = VecTile<cute::uint128_t, W, 32, 32, 256>; };
-
-// A width is worth using when a vector holds two or more elements, or a whole 8- or 16-byte
-// element: with single 4-, 2- or 1-byte elements the seed kernels measured faster.
-constexpr bool worth_it(int element_size, int W) { return W >= 2 * element_size || (element_size >= 8 && W == element_size); }
-
-// The widest width W of 16, 8 and 4 bytes that is worth using and for which fits(W) holds; 0 if
-// there is none.
-template <class Fits>
-int widest_vector(int element_size, Fits&& fits) {
-  for (int W : {16, 8, 4})
-    if (worth_it(element_size, W) && fits(W)) return W;
-  return 0;
-}
-
-// Calls f(T{}, Int<W>{}) with the unsigned type T of that element size and the width W (a
-// widest_vector() result) as a compile-time constant; cudaErrorInvalidValue for any other W.
-template <class F>
-cudaError_t with_vector_width(int element_size, int W, F&& f) {
-  return with_element_type(element_size, [&](auto t) -> cudaError_t {
-    constexpr int E = sizeof(decltype(t));
-    if constexpr (worth_it(E, 16)) if (W == 16) return f(t, cute::Int<16>{});
-    if constexpr (worth_it(E, 8)) if (W == 8) return f(t, cute::Int<8>{});
-    if constexpr (worth_it(E, 4)) if (W == 4) return f(t, cute::Int<4>{});
-    return cudaErrorInvalidValue;
-  });
 }
 
 }  // namespace cute_transpose

@@ -9,16 +9,20 @@ Every variant maps a tensor of shape (..., M, N) to a new contiguous tensor of s
 The variants follow the classic transpose ladder (see README.md). ``copy`` is a same-shape copy
 with the seed kernels' tiles: their ceiling. ``transpose(x, dim0, dim1)`` and
 ``permute(x, dims)`` (equal to ``x.permute(dims).contiguous()``) pick the fastest kernel for the
-shape, take strided views in place, and accept ``out=``.
+shape (``explain(x, dims)`` says which and why), take strided views in place, and accept ``out=``.
 """
 
 import torch
 
 from . import _C  # noqa: F401  (loading the extension registers the ops)
-from ._ops import OPS, VARIANTS, copy, naive_coalesced_read, naive_coalesced_write, \
-    bank_conflict_read, bank_conflict_write, padded, swizzled, tma, transpose, permute
+from . import _ops
+from ._ops import KERNELS, OPS, VARIANTS, copy, explain, permute, transpose
 
-__all__ = ["VARIANTS", "OPS", "copy", "transpose", "permute", *VARIANTS]
+# The ladder's variants as module functions: cute_transpose.swizzled(x), ...
+globals().update({name: getattr(_ops, name) for name in VARIANTS})
+
+__all__ = ["VARIANTS", "OPS", "KERNELS", "copy", "transpose", "permute", "explain", "has_cuda_kernels",
+           *VARIANTS]
 __version__ = "0.1.0"
 
 

@@ -1,28 +1,26 @@
 """Typed Python entry points and fake (meta) kernels for the cute_transpose ops.
 
-Autograd is registered in C++ (csrc/autograd.cpp), so that calls stay in C++."""
+The op list comes from the extension itself (csrc/variants.h, through the private ops
+``_variants`` and ``_kernels``), so Python and C++ cannot disagree. Autograd is registered in
+C++ (csrc/autograd.cpp), so that calls stay in C++."""
 
-from typing import Callable, Optional, Sequence
+import json
+import operator
+from typing import Any, Callable, Optional, Sequence
 
 import torch
 from torch import Tensor
 from torch._prims_common import canonicalize_dim
 
-# The transpose variants, in the order of the ladder. Must match csrc/variants.h (a test checks).
-VARIANTS: tuple[str, ...] = (
-    "naive_coalesced_read",
-    "naive_coalesced_write",
-    "bank_conflict_read",
-    "bank_conflict_write",
-    "padded",
-    "swizzled",
-    "tma",
-)
+_lib = torch.ops.cute_transpose
+
+# The transpose variants, in the order of the ladder (csrc/variants.h).
+VARIANTS: tuple[str, ...] = tuple(_lib._variants())
 # Every op the extension registers: the variants, the copy ceiling, and `transpose` and `permute`,
 # which pick the fastest kernel for the shape and accept any dims (both have out= overloads).
 OPS: tuple[str, ...] = VARIANTS + ("copy", "transpose", "permute")
-
-_lib = torch.ops.cute_transpose
+# The kernels `transpose` and `permute` choose among on CUDA (see explain()).
+KERNELS: tuple[str, ...] = tuple(_lib._kernels())
 
 
 def _check_rank(x: Tensor, name: str) -> None:
@@ -31,43 +29,36 @@ def _check_rank(x: Tensor, name: str) -> None:
                          f"got rank {x.dim()} with shape {tuple(x.shape)}")
 
 
-def _register_transpose(name: str) -> Callable[[Tensor], Tensor]:
+def _register_matrix_op(name: str, transposes: bool, doc: str) -> Callable[[Tensor], Tensor]:
     op = getattr(_lib, name)
-    qualname = f"cute_transpose::{name}"
 
-    @torch.library.register_fake(qualname)
+    @torch.library.register_fake(f"cute_transpose::{name}")
     def _fake(x: Tensor) -> Tensor:
         _check_rank(x, name)
-        return x.new_empty((*x.shape[:-2], x.shape[-1], x.shape[-2]))
+        return x.new_empty((*x.shape[:-2], x.shape[-1], x.shape[-2]) if transposes else x.shape)
 
     def fn(x: Tensor) -> Tensor:
         return op(x)
 
-    fn.__name__ = name
-    fn.__qualname__ = name
-    fn.__doc__ = f"x.transpose(-2, -1).contiguous() computed by the `{name}` kernel."
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
     return fn
 
 
-naive_coalesced_read = _register_transpose("naive_coalesced_read")
-naive_coalesced_write = _register_transpose("naive_coalesced_write")
-bank_conflict_read = _register_transpose("bank_conflict_read")
-bank_conflict_write = _register_transpose("bank_conflict_write")
-padded = _register_transpose("padded")
-swizzled = _register_transpose("swizzled")
-tma = _register_transpose("tma")
+for _name in VARIANTS:
+    globals()[_name] = _register_matrix_op(
+        _name, True, f"x.transpose(-2, -1).contiguous() computed by the `{_name}` kernel.")
+copy = _register_matrix_op(
+    "copy", False, "A contiguous copy of x with the seed kernels' tiles and scalar accesses: their "
+                   "ceiling. (torch's clone, with wide vector accesses, is the device's.)")
 
 
-@torch.library.register_fake("cute_transpose::copy")
-def _copy_fake(x: Tensor) -> Tensor:
-    _check_rank(x, "copy")
-    return x.new_empty(x.shape)
-
-
-def copy(x: Tensor) -> Tensor:
-    """A contiguous copy of x with the seed kernels' tiles and scalar accesses: their ceiling.
-    (torch's clone, with wide vector accesses, is the device's.)"""
-    return _lib.copy(x)
+def _dims_list(dims: Sequence[Any]) -> list[int]:
+    """dims as Python ints; a float (or a float tensor) is an error, as it is for torch.permute."""
+    try:
+        return [operator.index(d) for d in dims]
+    except TypeError:
+        raise TypeError(f"cute_transpose: dims must be integers, got {list(dims)!r}") from None
 
 
 def _permutation(x: Tensor, dims: Sequence[int], name: str) -> list[int]:
@@ -100,6 +91,14 @@ def _check_out(x: Tensor, out: Tensor, perm: list[int], name: str) -> None:
     torch._check(out.is_contiguous(), lambda: f"cute_transpose.{name}: out must be a contiguous tensor")
 
 
+def _check_no_alias(x: Tensor, out: Tensor, name: str) -> None:
+    """out may not share memory with x: the kernel would read what it has overwritten. Eager
+    checks byte ranges in C++; this check also holds while torch.compile traces (fake tensors
+    keep their storages), so eager and compiled code refuse the same calls."""
+    if x.untyped_storage()._cdata == out.untyped_storage()._cdata:
+        raise RuntimeError(f"cute_transpose.{name}: out overlaps the input in memory; pass a separate tensor")
+
+
 @torch.library.register_fake("cute_transpose::transpose")
 def _transpose_fake(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
     return x.new_empty([x.shape[d] for d in _transposition(x, dim0, dim1)])
@@ -122,23 +121,54 @@ def _permute_out_fake(src: Tensor, dims: Sequence[int], *, out: Tensor) -> Tenso
     return out
 
 
+@torch.library.register_fake("cute_transpose::_permute_with")
+def _permute_with_fake(x: Tensor, dims: Sequence[int], kernel: str) -> Tensor:
+    return x.new_empty([x.shape[d] for d in _permutation(x, dims, "_permute_with")])
+
+
 def transpose(x: Tensor, dim0: int = -2, dim1: int = -1, *, out: Optional[Tensor] = None) -> Tensor:
     """x.transpose(dim0, dim1).contiguous() with the fastest kernel for the shape and dtype.
 
     Any two dims of any rank, any strides. With ``out`` (contiguous, of the result's shape, dtype
-    and device) the result is written there and ``out`` is returned."""
+    and device, not sharing memory with x) the result is written there and ``out`` is returned."""
     if out is None:
-        return _lib.transpose(x, dim0, dim1)
-    return _lib.transpose.out(x, dim0, dim1, out=out)
+        return _lib.transpose(x, operator.index(dim0), operator.index(dim1))
+    _check_no_alias(x, out, "transpose")
+    return _lib.transpose.out(x, operator.index(dim0), operator.index(dim1), out=out)
 
 
 def permute(x: Tensor, dims: Sequence[int], *, out: Optional[Tensor] = None) -> Tensor:
     """x.permute(dims).contiguous() with the fastest kernel for the shape and dtype.
 
-    Dims that stay adjacent are merged; when the innermost dim stays innermost the rows are
-    copied in vectors, otherwise tiles are transposed between the input's and the output's
-    innermost dims. Strided views are read in place. With ``out`` (contiguous, of the result's
-    shape, dtype and device) the result is written there and ``out`` is returned."""
+    Dims that stay adjacent are merged, then the kernel is chosen for the shape (see
+    ``explain``). Strided views are read in place. With ``out`` (contiguous, of the result's
+    shape, dtype and device, not sharing memory with x) the result is written there and ``out``
+    is returned."""
+    dims = _dims_list(dims)
     if out is None:
-        return _lib.permute(x, list(dims))
-    return _lib.permute.out(x, list(dims), out=out)
+        return _lib.permute(x, dims)
+    _check_no_alias(x, out, "permute")
+    return _lib.permute.out(x, dims, out=out)
+
+
+def explain(x: Tensor, dims: Optional[Sequence[int]] = None) -> dict:
+    """How ``permute(x, dims)`` (``transpose(x)`` when dims is None) runs: a dict with
+
+    - ``route``: "copy" (the innermost dim stays innermost), "transpose", or "empty";
+    - ``kernel``: the kernel that runs (one of KERNELS on CUDA; "aten" on the CPU);
+    - ``config``: its configuration (tile, vector widths, box);
+    - ``class``: the shape class the chooser looked up, and ``reason``: why this kernel;
+    - ``dims``: the merged dims as [size, input stride, output stride], the output's order.
+
+    For a CPU tensor, ``kernel`` is "aten" (every CPU op is ATen's strided copy) and ``cuda``
+    holds what the same call would run on an sm_90 GPU (H100, H200)."""
+    if dims is None:
+        dims = _transposition(x, -2, -1) if x.dim() >= 2 else list(range(x.dim()))
+    dims = _dims_list(dims)
+    on_cuda = x.device.type == "cuda"
+    major, minor = torch.cuda.get_device_capability(x.device) if on_cuda else (9, 0)
+    plan = json.loads(_lib._explain(x, dims, 10 * major + minor))
+    if on_cuda:
+        return {"device": str(x.device), **plan}
+    return {"device": str(x.device), "route": plan["route"], "kernel": "aten",
+            "reason": "on the CPU every op is ATen's strided copy", "dims": plan["dims"], "cuda": plan}

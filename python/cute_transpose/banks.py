@@ -18,7 +18,8 @@ import torch
 
 from . import _C  # noqa: F401  (registers the ops)
 
-VARIANTS = ("bank_conflict_read", "bank_conflict_write", "padded", "swizzled")
+# The seed variants with a shared-memory tile, as the extension lists them.
+VARIANTS = tuple(torch.ops.cute_transpose._smem_variants())
 BANKS = 32
 BANK_BYTES = 4
 WAVEFRONT_BYTES = BANKS * BANK_BYTES  # one shared-memory wavefront serves 128 bytes

@@ -1,0 +1,78 @@
+#include "checks.h"
+
+#include <ATen/WrapDimUtils.h>
+
+namespace cute_transpose {
+
+void check_tensor(at::Tensor const& x, char const* op) {
+  TORCH_CHECK(x.layout() == at::kStrided && !x.is_nested(), "cute_transpose.", op,
+              ": expected a strided (dense) tensor, got ", x.is_nested() ? "a nested tensor" : "layout ",
+              x.is_nested() ? "" : c10::str(x.layout()));
+  int64_t const esize = x.element_size();
+  TORCH_CHECK(esize == 1 || esize == 2 || esize == 4 || esize == 8 || esize == 16, "cute_transpose.", op,
+              ": unsupported element size ", esize, " bytes (dtype ", x.scalar_type(), ")");
+}
+
+void check_matrix(at::Tensor const& x, char const* op) {
+  TORCH_CHECK(x.dim() >= 2, "cute_transpose.", op, ": expected a tensor of rank >= 2 (..., M, N), got rank ",
+              x.dim(), " with shape ", x.sizes());
+  check_tensor(x, op);
+}
+
+std::vector<int64_t> checked_permutation(at::Tensor const& x, at::IntArrayRef dims, char const* op) {
+  check_tensor(x, op);
+  int64_t const rank = x.dim();
+  TORCH_CHECK(int64_t(dims.size()) == rank, "cute_transpose.", op, ": dims ", dims, " has ", dims.size(),
+              " entries, but the input has rank ", rank, " (shape ", x.sizes(), ")");
+  std::vector<int64_t> perm(dims.begin(), dims.end());
+  std::vector<bool> seen(rank, false);
+  for (int64_t& d : perm) {
+    d = at::maybe_wrap_dim(d, rank);
+    TORCH_CHECK(!seen[d], "cute_transpose.", op, ": dims ", dims, " is not a permutation: dim ", d,
+                " appears more than once");
+    seen[d] = true;
+  }
+  return perm;
+}
+
+std::vector<int64_t> transpose_permutation(at::Tensor const& x, int64_t dim0, int64_t dim1, char const* op) {
+  check_tensor(x, op);
+  int64_t const rank = x.dim();
+  dim0 = at::maybe_wrap_dim(dim0, rank);
+  dim1 = at::maybe_wrap_dim(dim1, rank);
+  std::vector<int64_t> perm(rank);
+  for (int64_t d = 0; d < rank; ++d) perm[d] = d;
+  if (rank > 0) std::swap(perm[dim0], perm[dim1]);
+  return perm;
+}
+
+std::vector<int64_t> permuted_sizes(at::Tensor const& x, at::IntArrayRef perm) {
+  std::vector<int64_t> sizes;
+  for (int64_t d : perm) sizes.push_back(x.size(d));
+  return sizes;
+}
+
+void check_out(at::Tensor const& x, at::Tensor const& out, at::IntArrayRef sizes, char const* op) {
+  TORCH_CHECK(out.device() == x.device(), "cute_transpose.", op, ": out is on device ", out.device(),
+              " but the input is on ", x.device());
+  TORCH_CHECK(out.scalar_type() == x.scalar_type(), "cute_transpose.", op, ": out has dtype ", out.scalar_type(),
+              " but the input has dtype ", x.scalar_type());
+  TORCH_CHECK(out.sizes() == sizes, "cute_transpose.", op, ": out has shape ", out.sizes(),
+              " but the result has shape ", sizes);
+  TORCH_CHECK(out.layout() == at::kStrided && out.is_contiguous(), "cute_transpose.", op,
+              ": out must be a contiguous tensor (got strides ", out.strides(), ")");
+  if (out.numel() == 0 || x.numel() == 0) return;
+  // Byte ranges: a result written over its own input would read overwritten elements.
+  auto span = [](at::Tensor const& t) {
+    auto const* base = static_cast<char const*>(t.const_data_ptr());
+    int64_t extent = 1;
+    for (int64_t d = 0; d < t.dim(); ++d) extent += (t.size(d) - 1) * t.stride(d);
+    return std::make_pair(base, base + extent * t.element_size());
+  };
+  auto const [x_begin, x_end] = span(x);
+  auto const [o_begin, o_end] = span(out);
+  TORCH_CHECK(o_end <= x_begin || x_end <= o_begin, "cute_transpose.", op,
+              ": out overlaps the input in memory; pass a separate tensor");
+}
+
+}  // namespace cute_transpose

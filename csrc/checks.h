@@ -1,0 +1,27 @@
+// Argument checks shared by every op and device. Each error names the op.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <vector>
+
+namespace cute_transpose {
+
+// A strided tensor of 1-, 2-, 4-, 8- or 16-byte elements.
+void check_tensor(at::Tensor const& x, char const* op);
+
+// The seed ladder and `copy` take (..., M, N): rank 2 or more.
+void check_matrix(at::Tensor const& x, char const* op);
+
+// `dims` as a permutation of x's dims (negative dims wrapped), or a clear error.
+std::vector<int64_t> checked_permutation(at::Tensor const& x, at::IntArrayRef dims, char const* op);
+
+// The permutation that swaps dim0 and dim1 (wrapped; out-of-range dims are torch's IndexError).
+std::vector<int64_t> transpose_permutation(at::Tensor const& x, int64_t dim0, int64_t dim1, char const* op);
+
+std::vector<int64_t> permuted_sizes(at::Tensor const& x, at::IntArrayRef perm);
+
+// A preallocated `out`: contiguous, of `sizes`, x's dtype and device, not overlapping x.
+void check_out(at::Tensor const& x, at::Tensor const& out, at::IntArrayRef sizes, char const* op);
+
+}  // namespace cute_transpose

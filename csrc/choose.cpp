@@ -1,0 +1,472 @@
+// The chooser (choose.h): what each kernel can run, the shape classes, the tuning tables, and
+// the rule for classes no table covers.
+#include "choose.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <map>
+#include <sstream>
+
+namespace cute_transpose {
+namespace {
+
+bool divisible(int64_t x, int64_t v) { return x % v == 0; }
+bool aligned(void const* p, int64_t bytes) { return reinterpret_cast<uintptr_t>(p) % uint64_t(bytes) == 0; }
+
+//
+// What each kernel can run.
+//
+
+// Tile: the problem moves in W-byte vectors of V = W / E elements on both sides: n (input) and
+// m (output) are unit-stride, and every other stride, every offset and both sizes are whole
+// vectors.
+bool tile_fits(Problem const& p, int W) {
+  int64_t const V = W / p.element_size;
+  if (V < 1 || W % p.element_size != 0) return false;
+  if (!(p.col_stride == 1 || p.cols == 1) || !(p.out_row_stride == 1 || p.rows == 1)) return false;
+  if (V == 1) return true;
+  for (int d = 0; d < p.batch.rank; ++d)
+    if (!divisible(p.batch.in_stride[d], V) || !divisible(p.batch.out_stride[d], V)) return false;
+  return divisible(p.cols, V) && divisible(p.rows, V) && (divisible(p.row_stride, V) || p.rows == 1) &&
+         (divisible(p.out_col_stride, V) || p.cols == 1) && aligned(p.src, W) && aligned(p.dst, W);
+}
+
+// The widest vector the Tile kernel can use, of those it is compiled for: 16 bytes, 4 bytes
+// (elements up to 4 bytes), one element; 0 when n or m is not unit-stride.
+int tile_width(Problem const& p) {
+  int const E = p.element_size;
+  for (int W : {16, 4, E})
+    if (W >= E && tile_fits(p, W)) return W;
+  return 0;
+}
+
+// The tile shape that leaves the least of its tiles outside the matrix; square on ties.
+TileShape tile_shape(Problem const& p, int W) {
+  auto waste = [&](TileShape s) {
+    TileDims const t = tile_dims(p.element_size, W, s);
+    auto cover = [](int64_t n, int64_t b) { return (n + b - 1) / b * b; };
+    return double(cover(p.rows, t.bm)) * double(cover(p.cols, t.bn)) / (double(p.rows) * double(p.cols));
+  };
+  TileShape best = TileShape::Square;
+  for (TileShape s : {TileShape::Tall, TileShape::Wide})
+    if (waste(s) < 0.95 * waste(best)) best = s;
+  return best;
+}
+
+// Rows: the copy route's rows move in W-byte vectors: contiguous rows of whole vectors, aligned.
+// The output is the contiguous (batch..., M, N) tensor.
+int rows_width(Problem const& p) {
+  for (int W : {16, 8, 4}) {
+    int64_t const V = W / p.element_size;
+    if (V < 1 || W % p.element_size != 0 || !(p.col_stride == 1 || p.cols == 1)) continue;
+    bool ok = divisible(p.cols, V) && (divisible(p.row_stride, V) || p.rows == 1) && aligned(p.src, W) &&
+              aligned(p.dst, W);
+    for (int d = 0; d < p.batch.rank; ++d) ok = ok && divisible(p.batch.in_stride[d], V);
+    if (ok) return W;
+  }
+  return p.element_size;
+}
+
+bool contiguous_rows_output(Problem const& p) {
+  int64_t expected = p.rows * p.cols;
+  if (p.out_col_stride != 1 || (p.out_row_stride != p.cols && p.rows > 1)) return false;
+  for (int d = p.batch.rank - 1; d >= 0; --d) {
+    if (p.batch.out_stride[d] != expected) return false;
+    expected *= p.batch.size[d];
+  }
+  return true;
+}
+
+// Interleave: one side is C = 2..kMaxChannels elements and C-interleaved in its tensor (the
+// NHWC side of an image), the other side is C unit-stride planes (NCHW). `pack` goes planes ->
+// interleaved. Both move in 16-byte vectors of K = 16 / E elements along the planes.
+bool interleave_fits(Problem const& p, bool pack, std::string* why) {
+  int64_t const E = p.element_size, K = 16 / E;
+  int64_t const C = pack ? p.rows : p.cols;
+  if (E > 8) return *why = "elements of 16 bytes", false;
+  if (C < 2 || C > kMaxChannels) return *why = "no side of 2.." + std::to_string(kMaxChannels) + " elements", false;
+  if (p.col_stride != 1 || p.out_row_stride != 1) return *why = "the planes are not unit-stride", false;
+  if (pack ? p.out_col_stride != C : p.row_stride != C)
+    return *why = "the short side is not interleaved (its neighbour's stride is not C)", false;
+  int64_t const plane_stride = pack ? p.row_stride : p.out_col_stride;
+  bool ok = divisible(plane_stride, K) && aligned(p.src, 16) && aligned(p.dst, 16);
+  for (int d = 0; d < p.batch.rank; ++d) ok = ok && divisible(p.batch.in_stride[d], K) && divisible(p.batch.out_stride[d], K);
+  if (!ok) return *why = "planes or batch offsets are not 16-byte aligned", false;
+  return true;
+}
+
+// TMA: sm_90, a transpose whose output rows are whole 16-byte multiples, one batch dim, and
+// coordinates below 2^31.
+bool tma_fits(Problem const& p, Device const& d, std::string* why) {
+  if (d.arch < 90 || !d.tma) return *why = "TMA needs sm_90 and a build with sm_90 code", false;
+  if (p.out_row_stride != 1 && p.rows > 1) return *why = "the output's innermost dim is not m", false;
+  if (!divisible(p.out_col_stride * p.element_size, 16) || !aligned(p.dst, 16))
+    return *why = "the output's row pitch is not a multiple of 16 bytes", false;
+  if (p.batch.rank > 1) return *why = "more than one batch dim", false;
+  int64_t const limit = int64_t(1) << 31;
+  if (p.rows >= limit || p.cols >= limit || p.batch.count >= limit) return *why = "a dim of 2^31 or more", false;
+  return true;
+}
+
+//
+// Box: which dims form the box, and how each side reads it.
+//
+
+// Run lengths of 128 bytes on each side fill a warp's memory transactions; boxes of 16 KiB let 8
+// blocks of 256 threads share an SM; 40 KiB is what a block can take without opting in to more.
+constexpr int64_t kBoxRunBytes = 128, kBoxBytes = 16384, kBoxMaxBytes = 40960;
+
+// The largest vector (in elements: 16 or 4 bytes, else 1 element) with which one side of the
+// box can move: the side's innermost box dim is unit-stride, vectors never straddle the side's
+// contiguous run, and every other offset on the side is a whole number of vectors.
+int box_vector(BoxPlan const& b, int const* order, int64_t const* global, int64_t const* outer, void const* base) {
+  int64_t const E = b.element_size;
+  // The contiguous run: box dims whose strides chain, all but the last whole.
+  int j = 0;
+  if (global[order[0]] != 1) return 1;
+  while (j + 1 < b.rank && b.tile[order[j]] == b.size[order[j]] &&
+         global[order[j + 1]] == global[order[j]] * b.size[order[j]])
+    ++j;
+  int64_t prefix = 1;
+  for (int i = 0; i < j; ++i) prefix *= b.tile[order[i]];
+  // The kernel is compiled for vectors of 16 bytes, 4 bytes and single elements.
+  for (int64_t V : {16 / E, 4 / E}) {
+    if (V <= 1) continue;
+    bool ok = divisible(prefix * b.tile[order[j]], V) && divisible(prefix * b.size[order[j]], V) && aligned(base, V * E);
+    for (int i = j + 1; i < b.rank; ++i) ok = ok && divisible(global[order[i]], V);
+    for (int k = 0; k < b.outer_rank; ++k) ok = ok && divisible(outer[k], V);
+    if (ok) return static_cast<int>(V);
+  }
+  return 1;
+}
+
+std::optional<BoxPlan> plan_box(Plan const& plan, std::string* why) {
+  int const r = plan.rank;
+  int64_t const E = plan.element_size;
+  Dim const* d = plan.dims;
+  // Each side's dims, innermost first. Expanded (stride-0) dims never join the box.
+  std::vector<int> out_side, in_side;
+  for (int i = r - 1; i >= 0; --i) out_side.push_back(i);
+  for (int i = 0; i < r; ++i)
+    if (d[i].in != 0) in_side.push_back(i);
+  std::stable_sort(in_side.begin(), in_side.end(), [&](int a, int b) { return d[a].in < d[b].in; });
+
+  // Take each side's innermost dims until its run reaches kBoxRunBytes; the last one taken is
+  // chunked (its boundary).
+  std::vector<int64_t> want(r, 0);
+  auto take = [&](std::vector<int> const& side) {
+    int64_t const elems = (kBoxRunBytes + E - 1) / E;
+    int64_t cum = 1;
+    for (int i : side) {
+      if (cum >= elems) return -1;
+      int64_t const need = (elems + cum - 1) / cum;
+      if (need < d[i].size) {
+        want[i] = std::max(want[i], need);
+        return i;
+      }
+      want[i] = d[i].size;
+      cum *= d[i].size;
+    }
+    return -1;
+  };
+  int const out_edge = take(out_side), in_edge = take(in_side);
+  auto volume = [&] {
+    int64_t v = 1;
+    for (int i = 0; i < r; ++i) v *= std::max<int64_t>(want[i], 1);
+    return v;
+  };
+  // Grow towards kBoxBytes: both boundaries in turn, then further dims of the output side and
+  // the input side (each whole dim taken amortises a box's fixed cost over more bytes).
+  std::vector<int> grow;
+  for (int i : {out_edge, in_edge})
+    if (i >= 0) grow.push_back(i);
+  for (auto const* side : {&out_side, &in_side})
+    for (int i : *side)
+      if (want[i] == 0) grow.push_back(i);
+  for (size_t g = 0; volume() * E < kBoxBytes && !grow.empty();) {
+    int const i = grow[g % grow.size()];
+    if (want[i] >= d[i].size) {
+      grow.erase(grow.begin() + g % grow.size());
+      continue;
+    }
+    int64_t const v = volume();
+    if (want[i] == 0 && v * E * 2 > kBoxBytes) break;  // a new dim would at least double the box
+    want[i] = std::min(d[i].size, std::max<int64_t>(want[i], 1) * 2);
+    ++g;
+  }
+  // Chunks in multiples of 16 elements keep the sides' vectors whole.
+  for (int i = 0; i < r; ++i)
+    if (want[i] > 0 && want[i] < d[i].size) want[i] = std::min(d[i].size, (want[i] + 15) / 16 * 16);
+
+  BoxPlan b;
+  b.src = plan.src;
+  b.dst = plan.dst;
+  b.element_size = plan.element_size;
+  std::vector<int> box_of(r, -1);
+  for (int i = 0; i < r; ++i) {  // box dims in the output's order
+    if (want[i] == 0) continue;
+    if (b.rank == BoxPlan::kMaxBox) return *why = "more than 6 small dims in the box", std::nullopt;
+    box_of[i] = b.rank;
+    b.size[b.rank] = d[i].size;
+    b.tile[b.rank] = want[i];
+    b.in[b.rank] = d[i].in;
+    b.out[b.rank] = d[i].out;
+    b.volume *= want[i];
+    ++b.rank;
+  }
+  if (b.volume * E > kBoxMaxBytes) return *why = "the box would exceed 40 KiB of shared memory", std::nullopt;
+  for (int k = 0; k < b.rank; ++k) b.in_order[k] = b.out_order[k] = k;
+  std::stable_sort(b.in_order, b.in_order + b.rank, [&](int x, int y) {
+    return (b.in[x] == 0 ? INT64_MAX : b.in[x]) < (b.in[y] == 0 ? INT64_MAX : b.in[y]);
+  });
+  std::stable_sort(b.out_order, b.out_order + b.rank, [&](int x, int y) { return b.out[x] < b.out[y]; });
+
+  // The outer dims: the others in the output's order, then the chunk counts of chunked dims.
+  for (int i = 0; i < r; ++i) {
+    if (box_of[i] >= 0) continue;
+    b.outer_size[b.outer_rank] = d[i].size;
+    b.outer_in[b.outer_rank] = d[i].in;
+    b.outer_out[b.outer_rank] = d[i].out;
+    b.chunk_of[b.outer_rank++] = -1;
+  }
+  for (int k = 0; k < b.rank; ++k) {
+    if (b.tile[k] == b.size[k]) continue;
+    b.outer_size[b.outer_rank] = (b.size[k] + b.tile[k] - 1) / b.tile[k];
+    b.outer_in[b.outer_rank] = b.tile[k] * b.in[k];
+    b.outer_out[b.outer_rank] = b.tile[k] * b.out[k];
+    b.chunk_of[b.outer_rank++] = k;
+  }
+  for (int k = 0; k < b.outer_rank; ++k) b.boxes *= b.outer_size[k];
+
+  // Shared memory in the input's order; a pad of one word (or element) after the input's run.
+  int64_t const pad = E >= 4 ? 1 : 4 / E;
+  int run = 0;
+  while (run + 1 < b.rank && b.in[b.in_order[0]] == 1 && b.tile[b.in_order[run]] == b.size[b.in_order[run]] &&
+         b.in[b.in_order[run + 1]] == b.in[b.in_order[run]] * b.size[b.in_order[run]])
+    ++run;
+  int64_t stride = 1;
+  for (int k = 0; k < b.rank; ++k) {
+    b.smem[b.in_order[k]] = stride;
+    stride *= b.tile[b.in_order[k]];
+    if (k == run && k + 1 < b.rank) stride += pad;
+  }
+  b.smem_elems = stride;
+  if (b.smem_elems * E > kBoxMaxBytes) return *why = "the box would exceed 40 KiB of shared memory", std::nullopt;
+
+  b.vin = box_vector(b, b.in_order, b.in, b.outer_in, b.src);
+  b.vout = box_vector(b, b.out_order, b.out, b.outer_out, b.dst);
+  return b;
+}
+
+//
+// Shape classes and rankings.
+//
+
+int bucket(int64_t bytes) { return bytes < 16 ? 0 : bytes < 64 ? 1 : bytes < 256 ? 2 : 3; }
+
+// A plan's shape class (class_key in words): the route, the element size, the byte-length
+// buckets of the output's and the input's innermost dims, and the tile kernel's widest vector.
+struct Class {
+  bool copy;
+  int element_size, out_bucket, in_bucket, width;
+  std::string text() const {
+    return std::string(copy ? "c" : "t") + ".e" + std::to_string(element_size) + ".o" + std::to_string(out_bucket) +
+           (copy ? "" : ".i" + std::to_string(in_bucket)) + ".w" + std::to_string(width);
+  }
+};
+
+Class classify(Plan const& plan) {
+  int64_t const E = plan.element_size;
+  Class c{plan.copy_route(), int(E), bucket(plan.dims[plan.m].size * E),
+          plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0};
+  auto const p = plan.copy_route() ? rows_problem(plan) : matrix_problem(plan);
+  if (p) c.width = plan.copy_route() ? rows_width(*p) : tile_width(*p);
+  return c;
+}
+
+std::vector<Kernel> parse_ranking(std::string const& text) {
+  std::vector<Kernel> ranking;
+  std::stringstream in(text);
+  for (std::string name; std::getline(in, name, ',');)
+    if (auto k = kernel_from_name(name)) ranking.push_back(*k);
+  if (std::find(ranking.begin(), ranking.end(), Kernel::Aten) == ranking.end()) ranking.push_back(Kernel::Aten);
+  return ranking;
+}
+
+// The tuning tables, one per architecture: class key -> candidates, best first (as text in
+// the .inc files, parsed once).
+struct Tuned {
+  std::string text;
+  std::vector<Kernel> ranking;
+};
+using Table = std::map<std::string, Tuned>;
+Table parse_table(std::map<std::string, std::string> const& rows) {
+  Table table;
+  for (auto const& [key, text] : rows) table[key] = {text, parse_ranking(text)};
+  return table;
+}
+Table const* table_for(int arch) {
+  static std::map<int, Table> const tables = {
+      {90, parse_table({
+#include "tuning/sm_90.inc"
+           })},
+  };
+  auto it = tables.find(arch);
+  return it == tables.end() ? nullptr : &it->second;
+}
+
+// The rule for classes and GPUs without a table entry: long rows copy as rows; a short side of
+// a few elements interleaves; long sides on both ends take the tile; anything else the box.
+std::vector<Kernel> fallback_ranking(Plan const& plan) {
+  int64_t const E = plan.element_size;
+  if (plan.copy_route()) {
+    if (plan.dims[plan.m].size * E >= 64) return {Kernel::Rows, Kernel::Box, Kernel::Aten};
+    return {Kernel::Box, Kernel::Rows, Kernel::Aten};
+  }
+  int64_t const m_bytes = plan.dims[plan.m].size * E, n_bytes = plan.dims[plan.n].size * E;
+  if (std::min(plan.dims[plan.m].size, plan.dims[plan.n].size) <= kMaxChannels)
+    return {Kernel::Interleave, Kernel::Box, Kernel::Tile, Kernel::Aten};
+  if (m_bytes >= 64 && n_bytes >= 64) return {Kernel::Tile, Kernel::Box, Kernel::Aten};
+  return {Kernel::Box, Kernel::Tile, Kernel::Aten};
+}
+
+}  // namespace
+
+std::vector<std::string> const& candidate_names() {
+  static std::vector<std::string> const names = {"rows", "tile", "interleave", "box", "tma", "aten"};
+  return names;
+}
+
+char const* kernel_name(Kernel k) {
+  switch (k) {
+    case Kernel::Aten: return "aten";
+    case Kernel::Rows: return "rows";
+    case Kernel::Tile: return "tile";
+    case Kernel::Interleave: return "interleave";
+    case Kernel::Box: return "box";
+    case Kernel::Tma: return "tma";
+    case Kernel::NaiveCoalescedRead: return "naive_coalesced_read";
+    case Kernel::NaiveCoalescedWrite: return "naive_coalesced_write";
+    case Kernel::BankConflictRead: return "bank_conflict_read";
+    case Kernel::BankConflictWrite: return "bank_conflict_write";
+    case Kernel::Padded: return "padded";
+    case Kernel::Swizzled: return "swizzled";
+    case Kernel::SeedCopy: return "copy";
+  }
+  return "?";
+}
+
+std::optional<Kernel> kernel_from_name(std::string const& name) {
+  for (int k = 0; k <= int(Kernel::SeedCopy); ++k)
+    if (name == kernel_name(Kernel(k))) return Kernel(k);
+  return std::nullopt;
+}
+
+char const* tile_shape_name(TileShape s) {
+  switch (s) {
+    case TileShape::Tall: return "tall";
+    case TileShape::Wide: return "wide";
+    default: return "square";
+  }
+}
+
+std::string Choice::config() const {
+  std::ostringstream o;
+  switch (kernel) {
+    case Kernel::Tile: {
+      TileDims const t = tile_dims(problem->element_size, width, shape);
+      o << t.bm << "x" << t.bn << " " << tile_shape_name(shape) << " tile, " << t.threads << " threads, "
+        << width << "-byte vectors";
+      break;
+    }
+    case Kernel::Rows: o << width << "-byte vectors"; break;
+    case Kernel::Interleave:
+      o << (pack ? "planes -> " : "") << channels << "-interleaved" << (pack ? "" : " -> planes") << ", 16-byte vectors";
+      break;
+    case Kernel::Box:
+      o << "box (";
+      for (int k = 0; k < box->rank; ++k) o << (k ? "x" : "") << box->tile[k];
+      o << ") of " << box->rank << " dims, " << box->boxes << " boxes, vectors of " << box->vin * box->element_size
+        << " bytes in, " << box->vout * box->element_size << " bytes out";
+      break;
+    case Kernel::Tma: o << "TMA store, " << width << "-byte loads"; break;
+    default: break;
+  }
+  return o.str();
+}
+
+std::string class_key(Plan const& plan) { return classify(plan).text(); }
+
+std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& device, std::string* why) {
+  Choice c;
+  c.kernel = kernel;
+  std::string dummy;
+  if (why == nullptr) why = &dummy;
+  switch (kernel) {
+    case Kernel::Aten: return c;
+    case Kernel::Box:
+      if (!(c.box = plan_box(plan, why))) return std::nullopt;
+      return c;
+    case Kernel::Rows: {
+      if (!(c.problem = rows_problem(plan))) return *why = plan.copy_route() ? "more than 8 dims" : "not the copy route", std::nullopt;
+      if (!contiguous_rows_output(*c.problem)) return *why = "the output is not contiguous rows", std::nullopt;
+      c.width = rows_width(*c.problem);
+      return c;
+    }
+    default: break;
+  }
+  if (!(c.problem = matrix_problem(plan))) return *why = "more than 6 batch dims", std::nullopt;
+  Problem const& p = *c.problem;
+  switch (kernel) {
+    case Kernel::Tile:
+      if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
+      if (!(c.width = tile_width(p))) return *why = "m or n is not unit-stride", std::nullopt;
+      c.shape = tile_shape(p, c.width);
+      return c;
+    case Kernel::Interleave: {
+      if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
+      std::string why_pack, why_unpack;
+      c.width = 16;
+      if (interleave_fits(p, true, &why_pack)) return c.pack = true, c.channels = int(p.rows), c;
+      if (interleave_fits(p, false, &why_unpack)) return c.pack = false, c.channels = int(p.cols), c;
+      return *why = why_pack, std::nullopt;
+    }
+    case Kernel::Tma: {
+      if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
+      if (!tma_fits(p, device, why)) return std::nullopt;
+      // Vectorized loads of two or more elements (or whole 8- and 16-byte ones), else scalar.
+      c.width = tile_width(p);
+      if (c.width < 2 * p.element_size && !(p.element_size >= 8 && c.width == p.element_size)) c.width = 0;
+      return c;
+    }
+    default: return c;  // the seed ladder takes any strides
+  }
+}
+
+Choice choose(Plan const& plan, Device const& device, bool explain) {
+  Class const cls = classify(plan);
+  std::string const key = cls.text();
+  Table const* table = table_for(device.arch);
+  auto const row = table ? table->find(key) : Table::const_iterator{};
+  bool const tuned = table && row != table->end();
+  std::vector<Kernel> const fallback = tuned ? std::vector<Kernel>{} : fallback_ranking(plan);
+  std::vector<Kernel> const& ranking = tuned ? row->second.ranking : fallback;
+  std::string skipped;
+  for (Kernel k : ranking) {
+    std::string why;
+    if (auto c = force(plan, k, device, explain ? &why : nullptr)) {
+      if (explain) {
+        c->key = key;
+        c->reason = tuned ? "tuned for sm_" + std::to_string(device.arch) + ": class " + key + " ranks " + row->second.text
+                          : "rule: class " + key + " has no tuning entry for sm_" + std::to_string(device.arch);
+        if (!skipped.empty()) c->reason += "; skipped " + skipped;
+      }
+      return *c;
+    }
+    if (explain) skipped += std::string(skipped.empty() ? "" : ", ") + kernel_name(k) + " (" + why + ")";
+  }
+  return Choice{};  // unreachable: every ranking ends with Aten, which runs anything
+}
+
+}  // namespace cute_transpose

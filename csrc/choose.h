@@ -1,0 +1,76 @@
+// The chooser: given a Plan, which kernel runs it, in which configuration, and why. Every
+// routing rule and threshold of the package lives in choose.cpp; the kernels obey a Choice.
+//
+// `transpose` and `permute` on CUDA take choose(): the plan's shape class (class_key) is looked
+// up in the tuning table measured for the GPU's architecture (csrc/tuning/sm_XY.inc, written by
+// bench/tune.py), which ranks the candidate kernels for that class; the first one that can run
+// the plan wins. Classes or GPUs without a table entry take a fixed rule (fallback_ranking).
+// The seed ladder and `copy` force their own kernel (force()).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plan.h"
+#include "tile_config.h"
+
+namespace cute_transpose {
+
+enum class Kernel {
+  // Candidates of the chooser.
+  Aten,        // ATen's strided copy (torch's own x.permute(...).contiguous())
+  Rows,        // copy route: rows copied in vectors (cuda/strided_copy.cu)
+  Tile,        // vectorized shared-memory tile transpose with register transposes (cuda/tile_*.cu)
+  Interleave,  // one side of C <= kMaxChannels elements: C planes <-> C-interleaved (cuda/interleave.cu)
+  Box,         // any permute: a box of small dims staged through shared memory (cuda/box_transpose.cu)
+  Tma,         // the tile transpose with a TMA store (cuda/tma.cu)
+  // The seed ladder, only when asked for by name.
+  NaiveCoalescedRead,
+  NaiveCoalescedWrite,
+  BankConflictRead,
+  BankConflictWrite,
+  Padded,
+  Swizzled,
+  SeedCopy,
+};
+
+// The chooser's candidates, by name (cute_transpose.KERNELS, the tuning table's values).
+std::vector<std::string> const& candidate_names();
+char const* kernel_name(Kernel k);
+
+char const* tile_shape_name(TileShape s);
+
+// Interleave handles a side of 2 .. kMaxChannels elements.
+constexpr int kMaxChannels = 8;
+
+struct Choice {
+  Kernel kernel = Kernel::Aten;
+  int width = 0;                      // Rows, Tile, Interleave, Tma: vector bytes
+  TileShape shape = TileShape::Square;  // Tile
+  int channels = 0;                   // Interleave: the short side's length C
+  bool pack = false;                  // Interleave: planes -> interleaved (true) or back
+  std::optional<Problem> problem;     // every kernel but Box and Aten
+  std::optional<BoxPlan> box;         // Box
+  std::string key;                    // the plan's shape class      (filled by choose(..., explain))
+  std::string reason;                 // why this kernel             (filled by choose(..., explain))
+  std::string config() const;         // the configuration in words
+};
+
+struct Device {
+  int arch = 0;      // compute capability as 10 * major + minor (90 for H100); 0: unknown
+  bool tma = false;  // the build has the TMA kernel's sm_90 code for this device
+};
+
+// The plan's shape class: the route, the element size, the byte lengths of the output's and
+// the input's innermost runs (bucketed), and the widest vector the tile kernel could use.
+std::string class_key(Plan const& plan);
+
+// The best kernel for `plan` on `device`; with `explain`, also its class key and the reason.
+Choice choose(Plan const& plan, Device const& device, bool explain = false);
+
+// `kernel` for `plan`, or std::nullopt with the reason in *why_not when it cannot run it.
+std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& device, std::string* why_not);
+std::optional<Kernel> kernel_from_name(std::string const& name);
+
+}  // namespace cute_transpose

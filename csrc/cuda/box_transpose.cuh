@@ -1,0 +1,221 @@
+// The Box kernel: any permute, for shapes the tile transpose handles badly -- dims of a few
+// elements anywhere, short contiguous runs on either side, rows no vector fits. It is cuTT's
+// "Packed" idea: the chooser (choose.cpp, plan_box) gathers the innermost dims of each side
+// into a box of up to six dims -- e.g. (C = 3, 4096 pixels) of an NCHW -> NHWC uint8 image --
+// so that each side reads the box in long contiguous runs. Per box:
+//   1. threads walk the box in the input's memory order, one vector of VI elements each,
+//      reading global memory in order, and drop the elements into shared memory, which holds
+//      the box in that same order (with a pad after the input's contiguous run);
+//   2. threads walk the box in the output's memory order, gather VO elements each from shared
+//      memory, and write them as one vector.
+// A linear index on either side becomes box coordinates by fast division (cutlass::FastDivmod)
+// once per vector; within a vector the coordinates advance like an odometer.
+#pragma once
+
+#include <cutlass/fast_math.h>
+
+#include "launch.h"
+#include "tiling.cuh"
+#include "vector_tile.cuh"
+
+namespace cute_transpose {
+
+constexpr int kBoxThreads = 256;
+constexpr int kBoxLoadsInFlight = 4;  // phase 1: vectors each thread loads before it stores any
+
+// One side's view of the box: its dims in that side's memory order, innermost first.
+struct BoxSide {
+  int rank = 0;
+  bool simple = false;                   // a vector never leaves the innermost dim
+  cutlass::FastDivmod extent[BoxPlan::kMaxBox];
+  int tile[BoxPlan::kMaxBox] = {};       // the extents again, for the odometer
+  int box_dim[BoxPlan::kMaxBox] = {};    // which box dim each is (for the limits)
+  int smem[BoxPlan::kMaxBox] = {};       // shared-memory stride, elements
+  int64_t global[BoxPlan::kMaxBox] = {}; // this side's global stride, elements
+};
+
+struct BoxParams {
+  BoxSide in, out;
+  int64_t size[BoxPlan::kMaxBox] = {}, tile[BoxPlan::kMaxBox] = {};
+  int outer_rank = 0;
+  cutlass::FastDivmodU64 outer[BoxPlan::kMaxOuter];
+  int64_t outer_in[BoxPlan::kMaxOuter] = {}, outer_out[BoxPlan::kMaxOuter] = {};
+  int chunk_of[BoxPlan::kMaxOuter] = {};
+  int64_t boxes = 0;
+  int volume = 0;
+  void const* src = nullptr;
+  void* dst = nullptr;
+};
+
+// Where box t starts on each side, and how far each box dim reaches in it (less than its tile
+// in the last chunk of a chunked dim).
+struct BoxAt {
+  Offsets at;
+  int limit[BoxPlan::kMaxBox];
+};
+
+CUTE_DEVICE BoxAt locate_box(BoxParams const& p, int64_t t) {
+  BoxAt b;
+  CUTE_UNROLL
+  for (int k = 0; k < BoxPlan::kMaxBox; ++k) b.limit[k] = int(p.tile[k]);
+  uint64_t rest = uint64_t(t);
+  CUTE_UNROLL
+  for (int k = BoxPlan::kMaxOuter - 1; k >= 0; --k) {
+    if (k < p.outer_rank) {
+      uint64_t i = rest;  // the outermost dim needs no division
+      if (k > 0) rest = p.outer[k].divmod(i, rest);
+      b.at.in += int64_t(i) * p.outer_in[k];
+      b.at.out += int64_t(i) * p.outer_out[k];
+      int const d = p.chunk_of[k];
+      if (d >= 0) {
+        CUTE_UNROLL
+        for (int j = 0; j < BoxPlan::kMaxBox; ++j)
+          if (j == d) b.limit[j] = int(cute::min(p.tile[j], p.size[j] - int64_t(i) * p.tile[j]));
+      }
+    }
+  }
+  return b;
+}
+
+// Linear index `index` of a side's walk -> its coordinates, global and shared offsets, and
+// whether it lies inside the box's limits.
+struct SidePos {
+  int c[BoxPlan::kMaxBox];
+  int64_t global = 0;
+  int smem = 0;
+  bool inside = true;
+};
+
+CUTE_DEVICE SidePos side_position(BoxSide const& s, BoxAt const& box, int index) {
+  SidePos pos;
+  CUTE_UNROLL
+  for (int d = 0; d < BoxPlan::kMaxBox; ++d) {
+    pos.c[d] = 0;
+    if (d < s.rank) {
+      int q = index, r = index;  // the side's outermost dim needs no division
+      if (d + 1 < s.rank) s.extent[d](q, r, index);
+      pos.c[d] = r;
+      index = q;
+      pos.global += int64_t(r) * s.global[d];
+      pos.smem += r * s.smem[d];
+      int limit = 0;
+      CUTE_UNROLL
+      for (int j = 0; j < BoxPlan::kMaxBox; ++j)
+        if (j == s.box_dim[d]) limit = box.limit[j];
+      pos.inside = pos.inside && r < limit;
+    }
+  }
+  return pos;
+}
+
+// Advances pos to the next element of the side's walk (shared offset only).
+CUTE_DEVICE void step(BoxSide const& s, SidePos& pos) {
+  pos.smem += s.smem[0];
+  if (s.simple) return;  // the vector stays inside dim 0
+  ++pos.c[0];
+  CUTE_UNROLL
+  for (int d = 0; d + 1 < BoxPlan::kMaxBox; ++d) {
+    if (d + 1 < s.rank && pos.c[d] == s.tile[d]) {
+      pos.c[d] = 0;
+      pos.smem += s.smem[d + 1] - s.tile[d] * s.smem[d];
+      ++pos.c[d + 1];
+    }
+  }
+}
+
+template <class T, int VI, int VO>
+__global__ void __launch_bounds__(kBoxThreads) box_transpose(BoxParams const p) {
+  using VecIn = VecOf<VI * int(sizeof(T))>;
+  using VecOut = VecOf<VO * int(sizeof(T))>;
+  extern __shared__ __align__(16) unsigned char smem_bytes[];
+  T* smem = reinterpret_cast<T*>(smem_bytes);
+  T const* src = static_cast<T const*>(p.src);
+  T* dst = static_cast<T*>(p.dst);
+  int const vectors_in = p.volume / VI, vectors_out = p.volume / VO;
+
+  for (int64_t t = blockIdx.x; t < p.boxes; t += gridDim.x) {
+    BoxAt const box = locate_box(p, t);
+    //
+    // 1. global -> shared, vectors along the input's memory order
+    //
+    for (int v0 = threadIdx.x; v0 < vectors_in; v0 += kBoxThreads * kBoxLoadsInFlight) {
+      VecIn reg[kBoxLoadsInFlight];
+      int at[kBoxLoadsInFlight];
+      CUTE_UNROLL
+      for (int u = 0; u < kBoxLoadsInFlight; ++u) {
+        int const v = v0 + u * kBoxThreads;
+        SidePos const pos = side_position(p.in, box, v * VI);
+        at[u] = v < vectors_in && pos.inside ? pos.smem : -1;
+        if (at[u] >= 0) reg[u] = *reinterpret_cast<VecIn const*>(src + box.at.in + pos.global);
+      }
+      CUTE_UNROLL
+      for (int u = 0; u < kBoxLoadsInFlight; ++u) {
+        if (at[u] < 0) continue;
+        // The vector's elements are consecutive in shared memory (the input's run has no pad).
+        if constexpr (sizeof(VecIn) >= 4) {
+          uint32_t const* words = reinterpret_cast<uint32_t const*>(&reg[u]);
+          uint32_t* s = reinterpret_cast<uint32_t*>(smem + at[u]);
+          CUTE_UNROLL
+          for (int w = 0; w < int(sizeof(VecIn)) / 4; ++w) s[w] = words[w];
+        } else {
+          T const* elems = reinterpret_cast<T const*>(&reg[u]);
+          CUTE_UNROLL
+          for (int k = 0; k < VI; ++k) smem[at[u] + k] = elems[k];
+        }
+      }
+    }
+    __syncthreads();
+
+    //
+    // 2. shared -> global, vectors along the output's memory order
+    //
+    for (int v = threadIdx.x; v < vectors_out; v += kBoxThreads) {
+      SidePos pos = side_position(p.out, box, v * VO);
+      if (!pos.inside) continue;
+      int64_t const global = pos.global;
+      T elems[VO];
+      CUTE_UNROLL
+      for (int k = 0; k < VO; ++k) {
+        elems[k] = smem[pos.smem];
+        if (k + 1 < VO) step(p.out, pos);
+      }
+      VecOut out;
+      memcpy(&out, elems, sizeof(out));
+      *reinterpret_cast<VecOut*>(dst + box.at.out + global) = out;
+    }
+    __syncthreads();  // the next box reuses shared memory
+  }
+}
+
+BoxParams box_params(BoxPlan const& b);
+
+template <class T>
+cudaError_t launch_box_for(BoxPlan const& b, cudaStream_t stream) {
+  BoxParams const params = box_params(b);
+  int64_t const smem = b.smem_elems * int64_t(sizeof(T));
+  dim3 const grid(unsigned(b.boxes < INT_MAX ? b.boxes : INT_MAX));
+  constexpr int E = sizeof(T);
+  auto launch = [&](auto vi, auto vo) {
+    box_transpose<T, decltype(vi)::value, decltype(vo)::value><<<grid, kBoxThreads, smem, stream>>>(params);
+    return cudaGetLastError();
+  };
+  // The chooser picks VI and VO among 16 bytes, 4 bytes and one element.
+  auto with_vo = [&](auto vi) -> cudaError_t {
+    if (b.vout * E == 16) return launch(vi, cute::Int<16 / E>{});
+    if constexpr (E < 4) if (b.vout * E == 4) return launch(vi, cute::Int<4 / E>{});
+    if (b.vout == 1) return launch(vi, cute::Int<1>{});
+    return cudaErrorInvalidValue;
+  };
+  if (b.vin * E == 16) return with_vo(cute::Int<16 / E>{});
+  if constexpr (E < 4) if (b.vin * E == 4) return with_vo(cute::Int<4 / E>{});
+  if (b.vin == 1) return with_vo(cute::Int<1>{});
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t launch_box_e1(BoxPlan const& b, cudaStream_t stream);
+cudaError_t launch_box_e2(BoxPlan const& b, cudaStream_t stream);
+cudaError_t launch_box_e4(BoxPlan const& b, cudaStream_t stream);
+cudaError_t launch_box_e8(BoxPlan const& b, cudaStream_t stream);
+cudaError_t launch_box_e16(BoxPlan const& b, cudaStream_t stream);
+
+}  // namespace cute_transpose

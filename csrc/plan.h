@@ -1,0 +1,52 @@
+// The planner: every op -- the seed ladder, `copy`, `transpose`, `permute` and the out= forms --
+// describes its work here, as the dims of a permute after simplification (a Plan). The chooser
+// (choose.h) then picks the kernel; the kernels take the forms derived at the bottom.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <optional>
+
+#include "work.h"
+
+namespace cute_transpose {
+
+// x.permute(perm) written into a contiguous `out`, as dims listed in the output's order
+// (outermost first, so dims[rank - 1] is the output's innermost dim). Size-1 dims are dropped and
+// neighbours whose strides chain in both tensors are merged, the way x.view would.
+//
+//   m  the output's innermost dim (rank - 1);
+//   n  the input's tightest other dim (smallest nonzero input stride), or -1 when m itself is
+//      at least as tight as every other dim: the copy route, where rows keep their order.
+// A LastTwoDims plan (below) instead keeps x's last two dims unmerged as m (dim -2) and n (-1).
+struct Plan {
+  void const* src = nullptr;
+  void* dst = nullptr;
+  int element_size = 0;
+  int rank = 0;
+  Dim dims[kMaxDims];
+  int m = 0, n = -1;
+  bool copy_route() const { return n < 0; }
+  int64_t numel() const;
+};
+
+// How the planner may simplify. The seed ladder and `copy` keep x's last two dims as their
+// (M, N) matrix -- the kernels are lessons about that matrix -- and merge only the batch dims.
+enum class Shape { Permute, LastTwoDims };
+
+// std::nullopt when more than kMaxDims dims remain after merging (the caller copies with ATen).
+std::optional<Plan> plan_permute(at::Tensor const& x, at::IntArrayRef perm, at::Tensor const& out,
+                                 Shape shape = Shape::Permute);
+
+//
+// The forms the kernels take. Each returns std::nullopt when the plan does not fit it.
+//
+
+// A batch of (M, N) matrices with M = dims[m] and N = dims[n] (a unit dim on the copy route)
+// and the other dims as the batch (at most Batch::kMaxRank of them).
+std::optional<Problem> matrix_problem(Plan const& plan);
+
+// The copy route as rows: N = the innermost dim, M = the next one out, the rest the batch.
+std::optional<Problem> rows_problem(Plan const& plan);
+
+}  // namespace cute_transpose

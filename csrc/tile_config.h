@@ -1,0 +1,41 @@
+// The Tile kernel's configurations, shared by the chooser (host) and the kernels (device):
+// the tile (BM, BN) in elements and the threads per block, by element size, vector width and
+// tile shape. About 32 KiB of shared memory per block (16 KiB for 1-byte elements with 16-byte
+// vectors, which run 64 threads) and 64-256 bytes in flight per thread.
+#pragma once
+
+namespace cute_transpose {
+
+// Square, or twice as tall and half as wide (for matrices with few columns), or the reverse
+// (few rows). The chooser takes the shape that wastes the least of its tiles.
+enum class TileShape { Square, Tall, Wide };
+
+// With fewer tiles than this many waves of resident blocks, the Tile kernel runs a persistent
+// grid that prefetches its next tile (which also evens out the last wave); with more, one tile
+// per block (a grid-stride loop cost 10-48% in PR #194310, and prefetching costs occupancy).
+constexpr int kPersistentBelowWaves = 8;
+
+struct TileDims {
+  int bm, bn, threads;
+};
+
+constexpr TileDims square_tile(int element_size, int width) {
+  switch (element_size) {
+    case 1: return {128, 128, width == 16 ? 64 : 256};
+    case 2: return {128, 128, 256};
+    case 4: return {64, 128, 256};
+    case 8: return {64, 64, 256};
+    default: return {32, 32, 256};
+  }
+}
+
+constexpr TileDims tile_dims(int element_size, int width, TileShape shape) {
+  TileDims const s = square_tile(element_size, width);
+  switch (shape) {
+    case TileShape::Tall: return {2 * s.bm, s.bn / 2, s.threads};
+    case TileShape::Wide: return {s.bm / 2, 2 * s.bn, s.threads};
+    default: return s;
+  }
+}
+
+}  // namespace cute_transpose

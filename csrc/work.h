@@ -1,0 +1,105 @@
+// The work every op does, described without torch or CUDA types, so that the planner
+// (plan.cpp), the chooser (choose.cpp) and the kernels (cuda/*.cu) share one vocabulary.
+//
+//   Dim      one dim of a permute: its size and its strides in the input and the output
+//   Problem  a batch of (M, N) matrices, the form the tile kernels and the seed ladder take
+//   BoxPlan  a box of up to kMaxBox dims staged through shared memory (the box kernel)
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define CUTE_TRANSPOSE_HD __host__ __device__
+#else
+#define CUTE_TRANSPOSE_HD
+#endif
+
+namespace cute_transpose {
+
+// Dims of a permute after merging; a permute with more takes ATen's strided copy.
+constexpr int kMaxDims = 8;
+
+// One dim of the work, in elements. `out` is the output's stride (the output is contiguous).
+struct Dim {
+  int64_t size = 1, in = 0, out = 0;
+};
+
+// Where a batch index lands in the input and in the output, in elements.
+struct Offsets {
+  int64_t in = 0, out = 0;
+};
+
+// The dims a kernel loops over whole matrices, outermost first. Each has its own input and
+// output stride, so a batch can be any view (a permuted or sliced one) without a copy.
+struct Batch {
+  static constexpr int kMaxRank = 6;
+  int rank = 0;       // 0: a single matrix
+  int64_t count = 1;  // product of the sizes
+  int64_t size[kMaxRank] = {}, in_stride[kMaxRank] = {}, out_stride[kMaxRank] = {};
+
+  // Offsets of batch index b (0 <= b < count). The loop is unrolled over the fixed maximum
+  // rank, so the arrays are indexed by constants and stay in registers on the GPU; a rank-1
+  // batch costs one multiply-add per side and no division.
+  CUTE_TRANSPOSE_HD Offsets operator()(int64_t b) const {
+    Offsets o;
+#if defined(__CUDACC__)
+#pragma unroll
+#endif
+    for (int d = kMaxRank - 1; d >= 0; --d) {
+      if (d < rank) {
+        int64_t const i = d == 0 ? b : b % size[d];
+        if (d > 0) b /= size[d];
+        o.in += i * in_stride[d];
+        o.out += i * out_stride[d];
+      }
+    }
+    return o;
+  }
+};
+
+// A batch of (M, N) matrices. Element (b, m, n) is read at
+//   src + Batch(b).in  + m * row_stride     + n * col_stride
+// and written at
+//   dst + Batch(b).out + m * out_row_stride + n * out_col_stride.
+// In a transpose, m is the output's innermost dim (out_row_stride 1) and n the input's tightest
+// (col_stride 1 for a contiguous input); in a copy, n is innermost on both sides.
+// Strides are in elements; kernels move bits, so only the element size matters.
+struct Problem {
+  void const* src;
+  void* dst;
+  int64_t rows, cols;
+  int64_t row_stride, col_stride;
+  int64_t out_row_stride, out_col_stride;
+  Batch batch;
+  int element_size;  // 1, 2, 4, 8 or 16 bytes
+};
+
+// The box kernel's work (cuda/box_transpose.cu): the permute's dims split into a box of up to
+// kMaxBox dims, staged whole through shared memory, and the outer dims walked between boxes.
+// A box dim is taken whole (tile == size) or in chunks of `tile`; a chunked dim also appears
+// among the outer dims, as its chunk count. Each side (input, output) reads the box in its own
+// memory order, innermost first (in_order / out_order), in vectors of vin / vout elements.
+// Shared memory holds the box in the input's order, with `smem` strides (a pad after the
+// input's contiguous run keeps the output side's column walks off a single bank).
+struct BoxPlan {
+  static constexpr int kMaxBox = 6;
+  static constexpr int kMaxOuter = kMaxDims;
+  int rank = 0;
+  int64_t size[kMaxBox] = {}, tile[kMaxBox] = {}, in[kMaxBox] = {}, out[kMaxBox] = {};
+  int64_t smem[kMaxBox] = {};
+  int in_order[kMaxBox] = {}, out_order[kMaxBox] = {};
+  int vin = 1, vout = 1;
+  int64_t volume = 1;      // elements in a whole box
+  int64_t smem_elems = 0;  // shared memory, in elements (the box and its pads)
+  // The outer dims, outermost first: sizes and the offsets one step moves on each side.
+  // chunk_of[k] is the box dim whose chunk index outer dim k counts, or -1.
+  int outer_rank = 0;
+  int64_t outer_size[kMaxOuter] = {}, outer_in[kMaxOuter] = {}, outer_out[kMaxOuter] = {};
+  int chunk_of[kMaxOuter] = {};
+  int64_t boxes = 1;  // product of the outer sizes
+  void const* src = nullptr;
+  void* dst = nullptr;
+  int element_size = 0;
+};
+
+}  // namespace cute_transpose

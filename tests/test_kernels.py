@@ -1,0 +1,205 @@
+"""The chooser's kernels, each forced by name (torch.ops.cute_transpose._permute_with), on the
+shapes it exists for and on the awkward ones around them; and explain(), which says what
+`permute` runs and why."""
+
+import json
+import re
+
+import pytest
+import torch
+
+import cute_transpose
+from conftest import HAS_CUDA, assert_bits_equal, random_tensor
+
+KERNELS = cute_transpose.KERNELS
+ELEMENT_DTYPES = [torch.uint8, torch.bfloat16, torch.float32, torch.float64, torch.complex128]
+
+
+def dtype_id(dtype):
+    return str(dtype).removeprefix("torch.")
+
+
+def reference(x, dims):
+    """x.permute(dims).contiguous(), through integers of the element's size (any dtype)."""
+    bits = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64, 16: torch.complex128}[x.element_size()]
+    return x.view(bits).permute(dims).contiguous().view(x.dtype)
+
+
+def view_of(kind, shape, dtype, device):
+    """A random tensor of `shape`: contiguous, or a view with an offset, a step or a slice."""
+    if kind == "contiguous":
+        return random_tensor(shape, dtype, device)
+    if kind == "offset":
+        return random_tensor((shape[0] + 1, *shape[1:]), dtype, device)[1:]
+    if kind == "stepped":
+        return random_tensor((*shape[:-1], 2 * shape[-1]), dtype, device)[..., ::2]
+    if kind == "sliced":  # rows padded to a whole 64, cut back: aligned strides, odd lengths
+        return random_tensor((*shape[:-1], (shape[-1] + 63) // 64 * 64), dtype, device)[..., : shape[-1]]
+    raise ValueError(kind)
+
+
+# (shape, dims, view, the kernels that must be able to run it). Each kernel also runs every
+# other case it accepts; the listed ones prove it is reached at all.
+CASES = [
+    # images: a side of 2..8 channels, interleaved on one end, planes on the other
+    ((4, 3, 32, 48), (0, 2, 3, 1), "contiguous", {"interleave", "box", "tile"}),
+    ((4, 32, 48, 3), (0, 3, 1, 2), "contiguous", {"interleave", "box", "tile"}),
+    ((2, 4, 52), (0, 2, 1), "sliced", {"interleave", "box"}),  # 52 pixels: a scalar tail
+    ((2, 8, 16, 16), (0, 2, 3, 1), "contiguous", {"interleave"}),
+    ((3, 5, 7, 2), (0, 3, 1, 2), "contiguous", {"box"}),  # odd planes: no 16-byte vectors
+    # tall-skinny and short-wide matrices
+    ((4096, 3), (1, 0), "contiguous", {"interleave", "box"}),
+    ((3, 4096), (1, 0), "contiguous", {"interleave", "box"}),
+    ((2048, 64), (1, 0), "contiguous", {"tile", "box"}),
+    ((64, 2048), (1, 0), "contiguous", {"tile", "box"}),
+    # odd and unaligned sizes
+    ((97, 101), (1, 0), "contiguous", {"tile", "box"}),
+    ((130, 126), (1, 0), "offset", {"tile", "box"}),
+    ((66, 72), (1, 0), "stepped", {"box"}),
+    # the copy route (the innermost dim stays innermost): long rows, short rows
+    ((33, 6, 64), (1, 0, 2), "contiguous", {"rows", "box"}),
+    ((300, 5, 3), (1, 0, 2), "contiguous", {"rows", "box"}),
+    ((8, 6, 64), (1, 0, 2), "stepped", {"rows", "box"}),
+    # dims of 2..4 anywhere, up to rank 6
+    ((2, 3, 2, 5, 2), (4, 2, 0, 3, 1), "contiguous", {"box"}),
+    ((2, 2, 2, 30, 7), (3, 0, 4, 2, 1), "contiguous", {"box"}),
+    ((4, 8, 16, 8, 32), (0, 3, 1, 4, 2), "contiguous", {"box", "tile"}),
+    ((3, 2, 4, 2, 3, 2), (5, 3, 1, 4, 2, 0), "contiguous", {"box"}),
+    # TMA-aligned transposes
+    ((3, 48, 72), (0, 2, 1), "contiguous", {"tile", "tma", "box"}),
+]
+
+
+def case_id(case):
+    shape, dims, view, _ = case
+    return f"{'x'.join(map(str, shape))}-{''.join(map(str, dims))}-{view}"
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU (or CPU-only build)")
+@pytest.mark.parametrize("dtype", ELEMENT_DTYPES, ids=dtype_id)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_each_kernel_on_its_cases(case, dtype):
+    shape, dims, view, must_run = case
+    x = view_of(view, shape, dtype, "cuda")
+    ref = reference(x, dims)
+    ran = set()
+    for kernel in KERNELS:
+        # Poison: the block of the output's size is freed just before the op takes it.
+        torch.full((ref.numel() * ref.element_size(),), 0xA5, dtype=torch.uint8, device="cuda")
+        try:
+            out = torch.ops.cute_transpose._permute_with(x, list(dims), kernel)
+        except RuntimeError as e:
+            assert "cannot run" in str(e), e
+            continue
+        ran.add(kernel)
+        assert_bits_equal(out, ref)
+    assert_bits_equal(cute_transpose.permute(x, dims), ref)
+    # 16-byte elements leave interleave out (one element per vector), TMA needs sm_90.
+    expected = {k for k in must_run if not (k == "interleave" and x.element_size() == 16)}
+    if torch.cuda.get_device_capability()[0] < 9:
+        expected.discard("tma")
+    assert expected <= ran, f"{expected - ran} did not run"
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU (or CPU-only build)")
+def test_unknown_kernel_is_a_clear_error():
+    with pytest.raises(RuntimeError, match="unknown kernel 'nope'"):
+        torch.ops.cute_transpose._permute_with(torch.zeros(4, 4, device="cuda"), [1, 0], "nope")
+
+
+def test_only_aten_runs_on_the_cpu():
+    x = random_tensor((5, 7), torch.float32)
+    assert_bits_equal(torch.ops.cute_transpose._permute_with(x, [1, 0], "aten"), reference(x, (1, 0)))
+    with pytest.raises(RuntimeError, match="CUDA tensors only"):
+        torch.ops.cute_transpose._permute_with(x, [1, 0], "tile")
+
+
+def test_kernel_names_are_the_candidates():
+    assert set(KERNELS) == {"rows", "tile", "interleave", "box", "tma", "aten"}
+    assert set(cute_transpose.VARIANTS) == {"naive_coalesced_read", "naive_coalesced_write", "bank_conflict_read",
+                                            "bank_conflict_write", "padded", "swizzled", "tma"}
+
+
+#
+# explain()
+#
+
+CLASS_KEY = re.compile(r"^[ct]\.e(1|2|4|8|16)\.o[0-3](\.i[0-3])?\.w(0|1|2|4|8|16)$")
+
+
+def test_explain_on_the_cpu_reports_aten_and_the_sm90_choice():
+    x = torch.empty(8, 3, 64, 64, dtype=torch.uint8)
+    info = cute_transpose.explain(x, (0, 2, 3, 1))
+    assert info["device"] == "cpu" and info["kernel"] == "aten"
+    assert info["route"] == "transpose"
+    assert info["dims"] == [[8, 3 * 64 * 64, 3 * 64 * 64], [64 * 64, 1, 3], [3, 64 * 64, 1]]  # H, W merged
+    cuda = info["cuda"]
+    assert cuda["arch"] == 90 and cuda["kernel"] in KERNELS
+    assert CLASS_KEY.match(cuda["class"]), cuda["class"]
+    assert cuda["class"].startswith("t.e1.o0.i3.")  # 3 bytes out, 4096 bytes in
+    assert cuda["reason"]
+
+
+@pytest.mark.parametrize("shape, dims, route", [
+    ((64, 32), (1, 0), "transpose"),
+    ((4, 6, 64), (1, 0, 2), "copy"),
+    ((4, 6, 64), (0, 1, 2), "copy"),
+    ((0, 6), (1, 0), "empty"),
+])
+def test_explain_routes(shape, dims, route):
+    info = cute_transpose.explain(torch.empty(shape), dims)
+    assert info["route"] == route
+    if route != "empty":
+        assert CLASS_KEY.match(info["cuda"]["class"])
+
+
+def test_explain_defaults_to_the_transpose_of_the_last_two_dims():
+    x = torch.empty(2, 3, 4)
+    assert cute_transpose.explain(x) == cute_transpose.explain(x, (0, 2, 1))
+
+
+def test_explain_is_json_from_the_op():
+    text = torch.ops.cute_transpose._explain(torch.empty(5, 7), [1, 0], 90)
+    assert json.loads(text)["arch"] == 90
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU (or CPU-only build)")
+def test_explain_on_cuda_names_the_kernel_permute_runs():
+    x = torch.empty(16, 3, 64, 64, dtype=torch.uint8, device="cuda")
+    info = cute_transpose.explain(x, (0, 2, 3, 1))
+    assert info["device"].startswith("cuda") and info["kernel"] in KERNELS and info["config"]
+
+
+#
+# Bad input
+#
+
+def test_float_dims_are_an_error_like_torch():
+    x = torch.empty(2, 3, 4)
+    with pytest.raises(TypeError, match="integers"):
+        cute_transpose.permute(x, torch.tensor([2.5, 0.0, 1.0]))
+    with pytest.raises(TypeError):
+        x.permute(torch.tensor([2.5, 0.0, 1.0]))
+
+
+def test_integer_tensor_dims_are_accepted():
+    x = random_tensor((2, 3, 4), torch.float32)
+    assert_bits_equal(cute_transpose.permute(x, torch.tensor([2, 0, 1])), reference(x, (2, 0, 1)))
+
+
+def test_nested_tensors_are_a_clear_error():
+    nt = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)])
+    with pytest.raises(RuntimeError, match="strided \\(dense\\) tensor, got a nested tensor"):
+        torch.ops.cute_transpose.permute(nt, [0, 2, 1])
+    with pytest.raises(RuntimeError, match="nested tensor"):
+        torch.ops.cute_transpose.swizzled(nt)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_out_sharing_the_input_is_refused_eager_and_compiled(compiled):
+    x = torch.randn(6, 6)
+    fn = lambda t: cute_transpose.transpose(t, out=t)  # noqa: E731
+    if compiled:
+        fn = torch.compile(fn, fullgraph=True)
+    with pytest.raises(Exception, match="overlaps the input"):
+        fn(x)
