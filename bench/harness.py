@@ -172,8 +172,12 @@ def bytes_fit(footprint: int, device: torch.device) -> bool:
     return footprint + MEMORY_SLACK_BYTES <= free
 
 
-def release_memory(device: torch.device) -> None:
-    gc.collect()
+def release_memory(device: torch.device, collect: bool = False) -> None:
+    """Give cached GPU memory back, so the next cell's memory check sees it. `collect` also
+    runs the garbage collector (slow with torch.compile loaded: a tenth of a second or more),
+    needed only where an exception's traceback may still hold tensors."""
+    if collect:
+        gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
 
@@ -199,10 +203,11 @@ class OpSpec:
     applies: Callable[[Cell], bool] = lambda cell: True
     may_refuse: bool = False        # a RuntimeError means "unsupported here" (n/a), not a bug
     explained: bool = False         # record cute_transpose.explain(x, dims) with this op's row
+    header: str = ""                # the table header, where it differs from the name
 
     @property
     def label(self) -> str:
-        return SHORT_LABELS.get(self.name, self.name)
+        return self.header or SHORT_LABELS.get(self.name, self.name)
 
 
 SHORT_LABELS = {
@@ -306,7 +311,7 @@ def run_cell(cell: Cell, specs: Sequence[OpSpec], timer: Timer, device: torch.de
     source = x if x.is_contiguous() else x.contiguous()  # the copy ops' input
     results = [run_op(s, cell, x, source, timer, device, explain) for s in specs]
     del x, source
-    release_memory(device)
+    release_memory(device, collect=any(r.status == "error" for r in results))
     add_metrics(results, cell.nbytes)
     return results
 

@@ -55,6 +55,7 @@ class DynamicCompiles:
     def __init__(self) -> None:
         self.compiled: dict[tuple, TensorFn] = {}
         self.prepared = False
+        self.graphs_before = 0
 
     def prepare(self) -> None:
         torch._dynamo.reset()
@@ -70,6 +71,7 @@ class DynamicCompiles:
                 setattr(config, name, True)
         import torch.fx.experimental._config as fx_config
         fx_config.use_duck_shape = False
+        self.graphs_before = unique_graphs() or 0
         self.prepared = True
 
     def make(self, cell: Cell) -> TensorFn:
@@ -81,14 +83,19 @@ class DynamicCompiles:
             self.compiled[key] = torch.compile(fn, dynamic=True, fullgraph=True)
         return self.compiled[key]
 
-    @staticmethod
-    def graphs() -> Optional[int]:
-        """Graphs Dynamo has compiled since the last reset."""
-        try:
-            from torch._dynamo.utils import counters
-            return int(counters["stats"]["unique_graphs"])
-        except Exception:  # noqa: BLE001  (a report detail)
-            return None
+    def graphs(self) -> Optional[int]:
+        """Graphs Dynamo has compiled for these functions (None if it cannot tell)."""
+        now = unique_graphs()
+        return None if now is None or not self.prepared else now - self.graphs_before
+
+
+def unique_graphs() -> Optional[int]:
+    """Graphs Dynamo has compiled in this process (its counter survives torch._dynamo.reset)."""
+    try:
+        from torch._dynamo.utils import counters
+        return int(counters["stats"]["unique_graphs"])
+    except Exception:  # noqa: BLE001  (a report detail)
+        return None
 
 
 def triton_transpose(cell: Cell) -> TensorFn:
@@ -136,9 +143,10 @@ def matrix_ops() -> list[OpSpec]:
                "`x.transpose(-2, -1).contiguous()`"),
         OpSpec("compile", "permute", static_compile,
                "`torch.compile` of eager (static shapes: dynamic=False, compiled per cell)",
-               gpu_only=True),
+               gpu_only=True, header="compile (static)"),
         OpSpec("triton", "permute", triton_transpose,
-               "autotuned Triton tile transpose (bench/triton_transpose.py)", gpu_only=True),
+               "autotuned Triton tile transpose (bench/triton_transpose.py)", gpu_only=True,
+               applies=triton_applies),
     ]
     specs += [OpSpec(v, "permute", cute_op(v), f"`cute_transpose.{v}`", may_refuse=(v == "tma"))
               for v in ext().VARIANTS]
@@ -177,7 +185,7 @@ def permute_ops(dry_run: bool) -> list[OpSpec]:
                "`x.permute(dims).contiguous()`, also the reference of the bit-exact check"),
         OpSpec("compile", "permute", static_compile,
                "`torch.compile` of eager (fullgraph, static shapes: dynamic=False, compiled "
-               "per row)", gpu_only=True),
+               "per row)", gpu_only=True, header="compile (static)"),
         OpSpec("permute", "permute", cute_permute, "`cute_transpose.permute(x, dims)`",
                explained=True),
     ]
@@ -193,7 +201,7 @@ def sweep_ops(dry_run: bool, compiles: DynamicCompiles) -> list[OpSpec]:
         OpSpec("compile", "permute", compiles.make,
                "`torch.compile` of eager (fullgraph, **dynamic shapes**: dynamic=True, one "
                "graph per rank, permutation, dtype and view, reused across sizes)",
-               gpu_only=True),
+               gpu_only=True, header="compile (dynamic)"),
         OpSpec("triton", "permute", triton_transpose,
                "autotuned Triton tile transpose, on contiguous (..., M, N) -> (..., N, M) "
                "cells in real dtypes only", gpu_only=True, applies=triton_applies),

@@ -100,7 +100,11 @@ def explained(row: Row) -> Optional[dict]:
 
 def kernel_text(row: Row) -> str:
     """The kernel our op chose, from cute_transpose.explain ('' where the build has none)."""
-    info = explained(row)
+    return explain_text(explained(row))
+
+
+def explain_text(info: Optional[dict]) -> str:
+    """'kernel k=v,...' from an explain() dict."""
     if not info:
         return ""
     if "error" in info:

@@ -95,11 +95,13 @@ class Worst:
     ours: Optional[float]
     peer: float
     rel: float                # time(peer) / time(ours)
+    explain: Optional[dict] = None  # the kernel our op chose, where known
 
 
 def worst(rows: Iterable[Row], peer: str, n: int = 10) -> list[Worst]:
     """The n cells where ours does worst against `peer` (lowest time(peer) / time(ours))."""
-    found = [Worst(next(iter(row.values())).cell, ratio(row, OURS), ratio(row, peer), rel)
+    found = [Worst(next(iter(row.values())).cell, ratio(row, OURS), ratio(row, peer), rel,
+                   row[OURS].explain)
              for row in rows if (rel := ours_vs(row, peer)) is not None]
     return sorted(found, key=lambda w: w.rel)[:n]
 

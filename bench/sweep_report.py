@@ -28,41 +28,45 @@ def fmt(v) -> str:
     return "" if v is None else f"{v:.2f}"
 
 
-def shares_table(s: SweepSummary) -> list[str]:
+def shares_table(s: SweepSummary, label: dict) -> list[str]:
     from bench.report import markdown_table
     peers = list(s.shares)
     rows = [["ours >= peer", *(s.shares[p].text(s.shares[p].wins) for p in peers)],
             [f"ours >= peer - {TOLERANCE}", *(s.shares[p].text(s.shares[p].near) for p in peers)]]
-    return [markdown_table(["cells where", *peers], rows)]
+    return [markdown_table(["cells where", *(label.get(p, p) for p in peers)], rows)]
 
 
-def geomean_table(s: SweepSummary) -> list[str]:
+def geomean_table(s: SweepSummary, label: dict) -> list[str]:
     from bench.report import markdown_table
     ops = list(s.geomeans)
     rows = [["all", str(s.cells), *(fmt(s.geomeans[o]) for o in ops)]]
     rows += [[c.group, str(c.cells), *(fmt(c.geomeans[o]) for o in ops)] for c in s.classes]
-    return [markdown_table(["class", "cells", *ops], rows)]
+    return [markdown_table(["class", "cells", *(label.get(o, o) for o in ops)], rows)]
 
 
-def class_shares_table(s: SweepSummary) -> list[str]:
+def class_shares_table(s: SweepSummary, label: dict) -> list[str]:
     from bench.report import markdown_table
     peers = list(s.shares)
     rows = [[c.group, *(c.shares[p].text(c.shares[p].wins) for p in peers),
              *(c.shares[p].text(c.shares[p].near) for p in peers)] for c in s.classes]
-    header = ["class", *(f"ours >= {p}" for p in peers),
-              *(f"ours >= {p} - {TOLERANCE}" for p in peers)]
+    header = ["class", *(f"ours >= {label.get(p, p)}" for p in peers),
+              *(f"ours >= {label.get(p, p)} - {TOLERANCE}" for p in peers)]
     return [markdown_table(header, rows)]
 
 
-def worst_table(s: SweepSummary, peer: str) -> list[str]:
-    from bench.report import markdown_table
+def worst_table(s: SweepSummary, peer: str, label: dict) -> list[str]:
+    from bench.report import explain_text, markdown_table
     rows = [[w.cell.group, w.cell.name, shape_text(w.cell.shape), w.cell.view.text(),
              dims_text(w.cell.dims), w.cell.dtype, fmt(w.ours) or "failed", fmt(w.peer),
-             fmt(w.rel)] for w in s.worst.get(peer, [])]
+             fmt(w.rel), explain_text(w.explain)]
+            for w in s.worst.get(peer, [])]
     if not rows:
         return [f"No cell has both ours and {peer} measured."]
-    return [markdown_table(["class", "cell", "shape", "view", "dims", "dtype", "ours", peer,
-                            f"time({peer}) / time(ours)"], rows, left_cols=6)]
+    header = ["class", "cell", "shape", "view", "dims", "dtype", "ours", label.get(peer, peer),
+              f"time({peer}) / time(ours)", "kernel (explain)"]
+    if not any(r[-1] for r in rows):
+        header, rows = header[:-1], [r[:-1] for r in rows]
+    return [markdown_table(header, rows, left_cols=6)]
 
 
 def kernel_counts(results) -> dict[str, int]:
@@ -82,7 +86,8 @@ def sweep_markdown(section) -> list[str]:
             "random shapes"
     if section.skipped:
         return [title, "", f"Skipped: {section.skipped}."]
-    ops = tuple(s.name for s in section.specs)
+    ops = tuple(spec.name for spec in section.specs)
+    label = {spec.name: spec.label for spec in section.specs}
     s = summarize(section.results, ops)
     notes = section.notes
     lines = [title, "", section.timing]
@@ -94,11 +99,13 @@ def sweep_markdown(section) -> list[str]:
                   "autotuning happen: " + ", ".join(f"{k} {v:.0f}" for k, v in slow.items()) + "."]
     lines += ["", f"{s.cells} cells. Ours = `cute_transpose.permute`. A peer's share counts the "
               "cells where both have a number (a failed ours counts as a loss).", "",
-              *shares_table(s), "",
+              *shares_table(s, label), "",
               "Geomean ratio to clone, over the cells where the column has a number:", "",
-              *geomean_table(s), "", "Shares per class:", "", *class_shares_table(s)]
+              *geomean_table(s, label), "", "Shares per class:", "",
+              *class_shares_table(s, label)]
     for peer in s.worst:
-        lines += ["", f"Worst 10 cells against {peer}:", "", *worst_table(s, peer)]
+        lines += ["", f"Worst 10 cells against {label.get(peer, peer)}:", "",
+                  *worst_table(s, peer, label)]
     counts = kernel_counts(section.results)
     if counts:
         lines += ["", "Kernels our op chose (`cute_transpose.explain`):", "",
