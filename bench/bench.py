@@ -124,50 +124,59 @@ def do_bench_text(warmup: int, rep: int) -> str:
             "L2 flushed before each call.")
 
 
+CPU_TIMING = "Timing: time.perf_counter median of 9 runs after 2 warmups, on the CPU."
+STATIC = " torch.compile: static shapes (dynamic=False), compiled per cell."
+
+
+def cpu_section(args: argparse.Namespace) -> Section:
+    return Section("cpu", cases.cpu_cells(), ops.cpu_row_ops(),
+                   f"Timing: time.perf_counter median of 5 runs after 1 warmup, "
+                   f"{torch.get_num_threads()} CPU threads.")
+
+
+def matrix_section(args: argparse.Namespace) -> Section:
+    shapes, dtypes = ((cases.DRY_SHAPES, cases.DRY_DTYPES) if args.dry_run else
+                      (cases.QUICK_SHAPES, cases.QUICK_DTYPES) if args.quick else
+                      (cases.DEFAULT_SHAPES, cases.DEFAULT_DTYPES))
+    cells = cases.matrix_cells(tuple(args.shapes or shapes), tuple(args.dtypes or dtypes))
+    return Section("matrix", cells, ops.select_matrix_ops(args.ops, args.dry_run),
+                   CPU_TIMING if args.dry_run else do_bench_text(args.warmup, args.rep) + STATIC)
+
+
+def permute_section(args: argparse.Namespace) -> Section:
+    dtypes = tuple(args.dtypes) if args.dtypes else (
+        cases.QUICK_PERMUTE_DTYPES if args.quick else None)
+    cells = cases.permute_cells(dtypes, shrink=args.dry_run)
+    s = Section("permute", cells, ops.permute_ops(args.dry_run),
+                CPU_TIMING if args.dry_run else do_bench_text(args.warmup, args.rep) + STATIC)
+    if not cells:
+        s.skipped = "no permutation row comes in any of the dtypes asked for (--dtypes)"
+    return s
+
+
+def sweep_section(args: argparse.Namespace, compiles: ops.DynamicCompiles) -> Section:
+    cells = sweep_cells("dry" if args.dry_run else "quick" if args.quick else "full")
+    timing = CPU_TIMING if args.dry_run else (
+        do_bench_text(args.sweep_warmup, args.sweep_rep)
+        + " (shorter than the other sections, to fit the sweep in minutes). "
+        "torch.compile ran with **dynamic shapes** (dynamic=True): compiled once per rank, "
+        "permutation, dtype and view and reused across sizes (the matrix and permutation "
+        "sections compile with static shapes).")
+    return Section("sweep", cells, ops.sweep_ops(args.dry_run, compiles), timing)
+
+
 def build_sections(args: argparse.Namespace, compiles: ops.DynamicCompiles) -> dict[str, Section]:
     """Each wanted section with its cells, ops and timing text (nothing run yet)."""
-    dry, quick = args.dry_run, args.quick
-    cpu_timing = "Timing: time.perf_counter median of 9 runs after 2 warmups, on the CPU."
-    static = " torch.compile: static shapes (dynamic=False), compiled per cell."
-    sections: dict[str, Section] = {}
-    has_permute = hasattr(torch.ops.cute_transpose, "permute")
-    for key in wanted_sections(args):
-        if key == "cpu":
-            sections[key] = Section(key, cases.cpu_cells(), ops.cpu_row_ops(),
-                                    f"Timing: time.perf_counter median of 5 runs after 1 warmup, "
-                                    f"{torch.get_num_threads()} CPU threads.")
-        elif key == "matrix":
-            shapes, dtypes = ((cases.DRY_SHAPES, cases.DRY_DTYPES) if dry else
-                              (cases.QUICK_SHAPES, cases.QUICK_DTYPES) if quick else
-                              (cases.DEFAULT_SHAPES, cases.DEFAULT_DTYPES))
-            sections[key] = Section(key, cases.matrix_cells(tuple(args.shapes or shapes),
-                                                            tuple(args.dtypes or dtypes)),
-                                    ops.select_matrix_ops(args.ops, dry),
-                                    cpu_timing if dry else do_bench_text(args.warmup, args.rep)
-                                    + static)
-        elif key == "permute":
-            dtypes = tuple(args.dtypes) if args.dtypes else (
-                cases.QUICK_PERMUTE_DTYPES if quick else None)
-            cells = cases.permute_cells(dtypes, shrink=dry)
-            s = Section(key, cells, ops.permute_ops(dry),
-                        cpu_timing if dry else do_bench_text(args.warmup, args.rep) + static)
-            s.skipped = ("" if cells else "no permutation row comes in any of the dtypes asked "
-                                          "for (--dtypes)")
-            sections[key] = s
-        elif key == "sweep":
-            cells = sweep_cells("dry" if dry else "quick" if quick else "full")
-            timing = cpu_timing if dry else (
-                do_bench_text(args.sweep_warmup, args.sweep_rep)
-                + " (shorter than the other sections, to fit the sweep in minutes). "
-                "torch.compile ran with **dynamic shapes** (dynamic=True): compiled once per "
-                "rank, permutation, dtype and view and reused across sizes (the matrix and "
-                "permutation sections compile with static shapes).")
-            sections[key] = Section(key, cells, ops.sweep_ops(dry, compiles), timing)
-        if key in ("permute", "sweep") and not has_permute:
+    builders = {"cpu": cpu_section, "matrix": matrix_section, "permute": permute_section,
+                "sweep": lambda a: sweep_section(a, compiles)}
+    sections = {key: builders[key](args) for key in wanted_sections(args)}
+    for key in ("permute", "sweep"):
+        if key in sections and not hasattr(torch.ops.cute_transpose, "permute"):
             sections[key].skipped = ("this build of cute_transpose has no "
                                      "`torch.ops.cute_transpose.permute` op")
-        if sections[key].skipped:
-            sections[key].cells = []
+    for s in sections.values():
+        if s.skipped:
+            s.cells = []
     return sections
 
 

@@ -21,7 +21,8 @@ CLASS_LEGEND = (
     "/work/shared/TTC-SUITE.md, in torch's row-major terms); `images` = NCHW <-> NHWC image "
     "batches, C = 2-4 (C = 1 is already contiguous when permuted, so it drops out); `random` = "
     "the seeded random sweep, ranks 3-6 (bench/sweep_cases.py); `2-D` = its matrices, "
-    "tall-skinny and short-wide among them.")
+    "tall-skinny and short-wide among them. Inductor generates no code for complex dtypes, so "
+    "compile's complex128 cells run ATen's copy.")
 
 
 def fmt(v) -> str:
