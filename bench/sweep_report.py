@@ -98,8 +98,10 @@ def sweep_markdown(section) -> list[str]:
     if slow:
         lines += ["", "Seconds spent in each op's first (checked) calls, where compilation and "
                   "autotuning happen: " + ", ".join(f"{k} {v:.0f}" for k, v in slow.items()) + "."]
-    lines += ["", f"{s.cells} cells. Ours = `cute_transpose.permute`. A peer's share counts the "
-              "cells where both have a number (a failed ours counts as a loss).", "",
+    lines += ["", f"{s.cells} cells. Ours = `cute_transpose.permute`. `ours >= peer` compares "
+              "ratios to clone from the same cell; `- 0.01` allows ours to be slower by a "
+              "hundredth of clone's speed. A peer's share counts the cells where both have a "
+              "number (a failed ours counts as a loss).", "",
               *shares_table(s, label), "",
               "Geomean ratio to clone, over the cells where the column has a number:", "",
               *geomean_table(s, label), "", "Shares per class:", "",
