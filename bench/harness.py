@@ -1,0 +1,357 @@
+"""Running cells: inputs, the bit-exact check, timers, memory checks and the one cell runner.
+
+Every section of the benchmark runs its cells through `run_cell`: build the cell's input from
+fresh random data, check each op bit-exactly against ``x.permute(dims).contiguous()`` (a copy
+op against its own input), time the ops that pass, and return one `Result` row per op with
+GB/s and the ratio to torch clone from the same cell.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator, Optional, Sequence
+
+import torch
+
+from bench.cases import GiB, Cell, Dims, Shape, View, base_shape, footprint_bytes, shape_text
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+TORCH_DTYPES = {"uint8": torch.uint8, "bfloat16": torch.bfloat16, "float16": torch.float16,
+                "float32": torch.float32, "float64": torch.float64,
+                "complex128": torch.complex128}
+MEMORY_SLACK_BYTES = GiB          # a cell needs its footprint + this much free GPU memory
+CHECK_SLAB_BYTES = 256 << 20      # the check builds its reference in slabs of at most this size
+
+TensorFn = Callable[[torch.Tensor], torch.Tensor]
+Timer = Callable[[Callable[[], object]], float]  # returns milliseconds per call
+
+
+def ext():
+    """The cute_transpose package, imported on first use (from the checkout's python/ folder when
+    it is not installed), so that the pure-Python parts of the benchmark import without it."""
+    try:
+        import cute_transpose
+    except ImportError:
+        sys.path.append(str(REPO_ROOT / "python"))
+        import cute_transpose
+    return cute_transpose
+
+
+# --------------------------------------------------------------------------------------------
+# Inputs and the check
+# --------------------------------------------------------------------------------------------
+
+def random_input(shape: Shape, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """Random data, never all zeros: normal floats (and complex), random bytes for uint8."""
+    if dtype.is_floating_point or dtype.is_complex:
+        return torch.randn(shape, dtype=dtype, device=device)
+    return torch.randint(0, 256, shape, dtype=dtype, device=device)
+
+
+def apply_view(base: torch.Tensor, shape: Shape, view: View) -> torch.Tensor:
+    """The cell's input, taken from `base` (of base_shape(shape, view)) as `view` says."""
+    d, a = view.dim, view.amount
+    if view.kind == "offset":
+        return base.narrow(d, a, shape[d])
+    if view.kind == "step":
+        index = [slice(None)] * base.dim()
+        index[d] = slice(None, None, a)
+        return base[tuple(index)]
+    if view.kind == "transposed":
+        return base.transpose(d, a)
+    if view.kind == "expand":
+        return base.expand(shape)
+    if view.kind == "packed":
+        return base.select(d, 1)
+    return base
+
+
+def make_input(cell: Cell, device: torch.device) -> torch.Tensor:
+    """Fresh random data laid out as the cell says."""
+    base = random_input(base_shape(cell.shape, cell.view), TORCH_DTYPES[cell.dtype], device)
+    x = apply_view(base, cell.shape, cell.view)
+    assert tuple(x.shape) == cell.shape, (x.shape, cell)
+    return x
+
+
+def slabs(shape: Shape, itemsize: int, limit: int) -> Iterator[tuple]:
+    """Indices that cut a contiguous tensor of `shape` into row-major pieces of at most `limit`
+    bytes each (or one innermost row when a row alone is larger)."""
+    inner, k = itemsize, len(shape)
+    while k > 0 and inner * shape[k - 1] <= limit:
+        inner *= shape[k - 1]
+        k -= 1
+    if k == 0:
+        yield ()
+        return
+    step = max(1, limit // inner)
+    for lead in itertools.product(*map(range, shape[:k - 1])):
+        for start in range(0, shape[k - 1], step):
+            yield (*lead, slice(start, start + step))
+
+
+def as_bytes(t: torch.Tensor) -> torch.Tensor:
+    """The bits of a contiguous tensor as a flat uint8 tensor (any dtype, bool and complex too)."""
+    return t.reshape(-1).view(torch.uint8)
+
+
+def same_bits(out: torch.Tensor, expected: torch.Tensor) -> bool:
+    """`out` is contiguous and bit-for-bit equal to `expected`, which may be any view (the
+    reference is built slab by slab, so the check needs little memory beyond the two)."""
+    if out.shape != expected.shape or out.dtype != expected.dtype or not out.is_contiguous():
+        return False
+    if out.numel() == 0:
+        return True
+    return all(torch.equal(as_bytes(out[i]), as_bytes(expected[i].contiguous()))
+               for i in slabs(tuple(out.shape), out.element_size(), CHECK_SLAB_BYTES))
+
+
+# --------------------------------------------------------------------------------------------
+# Timers
+# --------------------------------------------------------------------------------------------
+
+def do_bench_timer(warmup_ms: int, rep_ms: int) -> Timer:
+    """GPU timing: Triton's do_bench (median, L2 flushed before every call)."""
+    from triton.testing import do_bench
+
+    return lambda fn: do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median")
+
+
+def perf_counter_timer(warmup: int = 2, runs: int = 9) -> Timer:
+    """CPU timing: median of a few time.perf_counter measurements."""
+    def time_ms(fn: Callable[[], object]) -> float:
+        for _ in range(warmup):
+            fn()
+        samples = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            fn()
+            samples.append((time.perf_counter() - start) * 1e3)
+        return statistics.median(samples)
+    return time_ms
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def host_loop_timer(device: torch.device, calls: int, loops: int = 5) -> Timer:
+    """Host-inclusive time per call: `calls` back-to-back calls between two synchronisations
+    (launch and dispatch overhead count), median over `loops` loops."""
+    def time_ms(fn: Callable[[], object]) -> float:
+        for _ in range(min(calls, 50)):
+            fn()
+        samples = []
+        for _ in range(loops):
+            synchronize(device)
+            start = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            synchronize(device)
+            samples.append((time.perf_counter() - start) * 1e3 / calls)
+        return statistics.median(samples)
+    return time_ms
+
+
+# --------------------------------------------------------------------------------------------
+# Memory
+# --------------------------------------------------------------------------------------------
+
+def bytes_fit(footprint: int, device: torch.device) -> bool:
+    """`footprint` bytes + 1 GiB of slack fit in free GPU memory (always true on the CPU)."""
+    if device.type != "cuda":
+        return True
+    free, _ = torch.cuda.mem_get_info(device)
+    return footprint + MEMORY_SLACK_BYTES <= free
+
+
+def release_memory(device: torch.device, collect: bool = False) -> None:
+    """Give cached GPU memory back, so the next cell's memory check sees it. `collect` also
+    runs the garbage collector (slow with torch.compile loaded: a tenth of a second or more),
+    needed only where an exception's traceback may still hold tensors."""
+    if collect:
+        gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+# --------------------------------------------------------------------------------------------
+# Ops, results and the cell runner
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OpSpec:
+    """One benchmarked op. `make(cell)` returns the function to time on that cell.
+
+    role "copy": runs on a contiguous tensor of the cell's bytes and must return it unchanged
+    (clone, the ratio baseline, is one). role "permute": runs on the cell's input and must equal
+    ``x.permute(dims).contiguous()`` bit for bit.
+    """
+
+    name: str
+    role: str
+    make: Callable[[Cell], TensorFn]
+    description: str
+    gpu_only: bool = False
+    applies: Callable[[Cell], bool] = lambda cell: True
+    may_refuse: bool = False        # a RuntimeError means "unsupported here" (n/a), not a bug
+    explained: bool = False         # record cute_transpose.explain(x, dims) with this op's row
+    header: str = ""                # the table header, where it differs from the name
+
+    @property
+    def label(self) -> str:
+        return self.header or SHORT_LABELS.get(self.name, self.name)
+
+
+SHORT_LABELS = {
+    "naive_coalesced_read": "naive_cr",
+    "naive_coalesced_write": "naive_cw",
+    "bank_conflict_read": "bank_r",
+    "bank_conflict_write": "bank_w",
+}
+
+
+@dataclass
+class Result:
+    """One op on one cell. ratio = time(torch clone) / time(op), same cell; first_s = wall time
+    of the first, checked call (compilation and autotuning happen there)."""
+
+    cell: Cell
+    op: str
+    status: str                     # ok | WRONG | n/a | error | skipped: <why>
+    ms: Optional[float] = None
+    gbps: Optional[float] = None
+    ratio: Optional[float] = None
+    detail: str = ""
+    first_s: Optional[float] = None
+    explain: Optional[dict] = None
+
+    @property
+    def bad(self) -> bool:
+        return self.status in ("WRONG", "error")
+
+    def where(self) -> str:
+        """The cell, for messages."""
+        c = self.cell
+        view = f" {c.view.text()}" if c.view.text() else ""
+        return f"{c.section} {c.name} {shape_text(c.shape)}{view} {c.dims} {c.dtype}"
+
+
+def first_line(e: BaseException) -> str:
+    """An exception in one line, for a table's footnote or the stderr summary."""
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
+
+
+def explain_cell(x: torch.Tensor, dims: Dims) -> Optional[dict]:
+    """cute_transpose.explain(x, dims) where this build has it (the kernel our op chose)."""
+    explain = getattr(ext(), "explain", None)
+    if explain is None:
+        return None
+    try:
+        return dict(explain(x, list(dims)))
+    except Exception as e:  # noqa: BLE001  (a report field, never fatal)
+        return {"error": first_line(e)}
+
+
+Explain = Callable[[torch.Tensor, Dims], Optional[dict]]
+
+
+def run_op(spec: OpSpec, cell: Cell, x: torch.Tensor, source: torch.Tensor,
+           timer: Timer, device: torch.device, explain: Explain = explain_cell) -> Result:
+    """Check one op, then time it if its output is right."""
+    arg, expected = (source, source) if spec.role == "copy" else (x, x.permute(cell.dims))
+    result = Result(cell, spec.name, "ok")
+    if spec.explained:
+        result.explain = explain(x, cell.dims)
+    try:
+        fn = spec.make(cell)
+        start = time.perf_counter()
+        out = fn(arg)
+        synchronize(device)
+        result.first_s = time.perf_counter() - start
+        if not same_bits(out, expected):
+            result.status, result.detail = "WRONG", "output differs from " + (
+                "its input" if spec.role == "copy" else "x.permute(dims).contiguous()")
+            return result
+        del out
+        result.ms = timer(lambda: fn(arg))
+    except Exception as e:  # noqa: BLE001  (recorded in the results, never fatal)
+        refused = (spec.may_refuse and isinstance(e, RuntimeError)
+                   and not isinstance(e, torch.OutOfMemoryError))
+        result.status, result.detail = ("n/a" if refused else "error"), first_line(e)
+    return result
+
+
+def add_metrics(results: list[Result], nbytes: int) -> None:
+    """GB/s (2 * bytes moved / time) and the ratio to torch clone of the same cell."""
+    clone_ms = next((r.ms for r in results if r.op == "clone" and r.status == "ok"), None)
+    for r in results:
+        if r.status == "ok":
+            r.gbps = 2 * nbytes / r.ms / 1e6
+            r.ratio = clone_ms / r.ms if clone_ms else None
+
+
+def run_cell(cell: Cell, specs: Sequence[OpSpec], timer: Timer, device: torch.device,
+             explain: Explain = explain_cell) -> list[Result]:
+    """Every op that applies to the cell, on one fresh random input. `explain(x, dims)` is
+    recorded with the rows of the ops marked `explained`."""
+    specs = [s for s in specs if s.applies(cell)]
+    if not bytes_fit(footprint_bytes(cell), device):
+        return [Result(cell, s.name, "skipped: too large") for s in specs]
+    x = make_input(cell, device)
+    if x.permute(cell.dims).is_contiguous():
+        return [Result(cell, s.name, "skipped: already contiguous") for s in specs]
+    source = x if x.is_contiguous() else x.contiguous()  # the copy ops' input
+    results = [run_op(s, cell, x, source, timer, device, explain) for s in specs]
+    del x, source
+    release_memory(device, collect=any(r.status == "error" for r in results))
+    add_metrics(results, cell.nbytes)
+    return results
+
+
+class Progress:
+    """A progress bar over cells: tqdm when installed, else a one-line counter on stderr."""
+
+    def __init__(self, total: int):
+        self.total, self.count = total, 0
+        try:
+            from tqdm import tqdm
+            self.bar = tqdm(total=total, unit="cell", file=sys.stderr, dynamic_ncols=True)
+        except ImportError:
+            self.bar = None
+
+    def start(self, label: str) -> None:
+        if self.bar is not None:
+            self.bar.set_postfix_str(label[:60])
+        else:
+            print(f"\r[{self.count + 1}/{self.total}] {label[:60]:<60}", end="",
+                  file=sys.stderr, flush=True)
+
+    def done(self) -> None:
+        self.count += 1
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        else:
+            print(file=sys.stderr)
+
+
+def run_cells(cells: Sequence[Cell], specs: Sequence[OpSpec], timer: Timer,
+              device: torch.device, progress: Progress) -> list[Result]:
+    """run_cell for every cell, under the progress bar."""
+    results: list[Result] = []
+    for cell in cells:
+        progress.start(f"{cell.section}: {cell.name} {shape_text(cell.shape)} {cell.dtype}")
+        results += run_cell(cell, specs, timer, device)
+        progress.done()
+    return results

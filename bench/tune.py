@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""Measure every candidate kernel of cute_transpose's permute on a grid of synthetic shapes and
+write the chooser's table: the fastest kernel per shape class.
+
+Run from the repository root on the GPU the table is for (about 4 minutes on an H100)::
+
+    PYTHONPATH=python python bench/tune.py                # -> csrc/tuning/sm_<cc>.inc and
+                                                          #    bench/results/<gpu>-tune.md
+    PYTHONPATH=python python bench/tune.py --dry-run      # the plumbing, on the CPU
+
+For each shape of the grid (bench/tune_grid.py): the class key comes from
+``cute_transpose.explain(x, dims)["class"]``; every kernel of ``cute_transpose.KERNELS`` runs
+through ``torch.ops.cute_transpose._permute_with(x, dims, kernel)``, is checked bit-exactly
+against ``x.permute(dims).contiguous()`` and timed beside torch clone (do_bench median, short
+warmup and rep). A kernel that raises RuntimeError cannot run that shape (n/a). Per class, each
+kernel's score is the geomean of time(clone) / time(kernel) over the class's shapes; the winner
+is the best kernel that ran correctly on every shape of the class.
+
+--fake replaces the chooser's API (until it lands, and on the CPU where _permute_with may be
+missing) with a small stand-in, to test this script's plumbing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+sys.path.insert(0, str(REPO_ROOT))
+
+import torch  # noqa: E402
+
+from bench.cases import Cell, Dims  # noqa: E402
+from bench.harness import (OpSpec, Progress, Result, do_bench_timer, ext,  # noqa: E402
+                           perf_counter_timer, run_cell)
+from bench.ops import CLONE  # noqa: E402
+from bench.report import sanitize  # noqa: E402
+from bench.tune_grid import TUNE_SEED, tune_cells  # noqa: E402
+from bench.tune_table import aggregate, inc_text, report_markdown, tune_json  # noqa: E402
+
+DRY_MAX_NUMEL = 1 << 12
+
+
+@dataclasses.dataclass(frozen=True)
+class Chooser:
+    """The chooser's Python API: candidate kernels, a permute by a named kernel, and the
+    explanation of a choice (its "class" key above all)."""
+
+    kernels: tuple[str, ...]
+    permute_with: Callable[[torch.Tensor, Dims, str], torch.Tensor]
+    explain: Callable[[torch.Tensor, Dims], dict]
+    source: str
+
+
+def real_chooser() -> Optional[Chooser]:
+    """cute_transpose's chooser API, or None where this build does not have it yet."""
+    ct = ext()
+    if not (hasattr(ct, "KERNELS") and hasattr(ct, "explain")
+            and hasattr(torch.ops.cute_transpose, "_permute_with")):
+        return None
+    return Chooser(tuple(ct.KERNELS),
+                   lambda x, dims, k: torch.ops.cute_transpose._permute_with(x, list(dims), k),
+                   lambda x, dims: dict(ct.explain(x, list(dims))), "cute_transpose")
+
+
+def fake_class(x: torch.Tensor, dims: Dims) -> str:
+    """A stand-in class key: element size, whether the innermost dim stays, short innermost
+    sides."""
+    keep = dims[-1] == x.dim() - 1
+    short_in, short_out = x.shape[-1] <= 16, x.shape[dims[-1]] <= 16
+    side = "rows" if keep else f"tile{'/in:short' if short_in else ''}" \
+                               f"{'/out:short' if short_out else ''}"
+    return f"e{x.element_size()}/{side}"
+
+
+def fake_permute_with(x: torch.Tensor, dims: Dims, kernel: str) -> torch.Tensor:
+    """Stand-in kernels: 'aten' (torch), 'ours' (cute_transpose.permute), and 'rows', which
+    only runs permutes that keep the innermost dim (it raises RuntimeError otherwise)."""
+    if kernel == "ours":
+        return torch.ops.cute_transpose.permute(x, list(dims))
+    if kernel == "rows" and dims[-1] != x.dim() - 1:
+        raise RuntimeError("fake 'rows' kernel: the innermost dim must stay innermost")
+    if kernel in ("aten", "rows"):
+        return x.permute(dims).contiguous()
+    raise RuntimeError(f"fake chooser: no kernel {kernel!r}")
+
+
+def fake_chooser() -> Chooser:
+    return Chooser(("aten", "ours", "rows"), fake_permute_with,
+                   lambda x, dims: {"class": fake_class(x, dims), "kernel": "ours",
+                                    "config": "", "reason": "fake chooser"}, "fake")
+
+
+def probe(chooser: Chooser, device: torch.device) -> Optional[str]:
+    """Why the chooser cannot run on this device (None when it can): one tiny permute."""
+    x = torch.arange(6, device=device, dtype=torch.float32).reshape(2, 3)
+    try:
+        chooser.explain(x, (1, 0))
+        for k in chooser.kernels:
+            try:
+                chooser.permute_with(x, (1, 0), k)
+                return None
+            except RuntimeError:
+                continue
+        return "no kernel runs a 2x3 transpose"
+    except (NotImplementedError, RuntimeError) as e:
+        return str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
+def resolve_chooser(args: argparse.Namespace, device: torch.device) -> Chooser:
+    """--fake, else the real API; the CPU dry run falls back to the fake where the real one is
+    missing or has no CPU kernels."""
+    if args.fake:
+        return fake_chooser()
+    real = real_chooser()
+    why = "this build has no cute_transpose.KERNELS / explain / _permute_with" if real is None \
+        else probe(real, device)
+    if why is None:
+        return real
+    if args.dry_run:
+        print(f"tune.py: {why}; the dry run uses the fake chooser (--fake)", file=sys.stderr)
+        return fake_chooser()
+    sys.exit(f"tune.py: {why}. Run with --fake to test the plumbing.")
+
+
+def kernel_specs(chooser: Chooser) -> list[OpSpec]:
+    """Clone (the baseline, which also records the class key), then one op per kernel."""
+    def make(kernel: str):
+        return lambda cell: (lambda x: chooser.permute_with(x, cell.dims, kernel))
+    return [dataclasses.replace(CLONE, explained=True),
+            *(OpSpec(k, "permute", make(k), f"kernel {k}", may_refuse=True)
+              for k in chooser.kernels)]
+
+
+def shrink(cell: Cell, max_numel: int) -> Cell:
+    """The dry run's tiny version of a cell."""
+    from bench.sweep_cases import shrink_cell
+    return shrink_cell(cell, max_numel)
+
+
+def measure(cells: list[Cell], chooser: Chooser, timer, device: torch.device,
+            budget_s: float) -> tuple[list[Result], int]:
+    """Every kernel on every cell until the time budget is spent; (results, cells measured)."""
+    specs = kernel_specs(chooser)
+    progress = Progress(len(cells))
+    started, results, done = time.perf_counter(), [], 0
+    for cell in cells:
+        if time.perf_counter() - started > budget_s:
+            print(f"\ntune.py: time budget of {budget_s:.0f} s spent after {done} of "
+                  f"{len(cells)} shapes", file=sys.stderr)
+            break
+        progress.start(f"{cell.name} {'x'.join(map(str, cell.shape))}")
+        results += run_cell(cell, specs, timer, device, explain=chooser.explain)
+        done += 1
+        progress.done()
+    progress.close()
+    return results, done
+
+
+def default_paths(args: argparse.Namespace, device_name: str) -> None:
+    if args.dry_run:
+        folder = Path("/tmp/tune-dry")
+        args.out = args.out or folder / "sm_cpu.inc"
+        args.report = args.report or folder / f"{sanitize(device_name)}-tune.md"
+        return
+    major, minor = torch.cuda.get_device_capability()
+    args.out = args.out or REPO_ROOT / "csrc" / "tuning" / f"sm_{major}{minor}.inc"
+    args.report = args.report or REPO_ROOT / "bench" / "results" / f"{sanitize(device_name)}-tune.md"
+
+
+def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--out", type=Path, help="the .inc table [csrc/tuning/sm_<major><minor>.inc]")
+    p.add_argument("--report", type=Path, help="the markdown report [bench/results/<gpu>-tune.md]")
+    p.add_argument("--per-class", type=int, default=2,
+                   help="shapes per grid class (bench/tune_grid.py) [2]")
+    p.add_argument("--max-shapes", type=int, default=840, help="at most this many shapes [840]")
+    p.add_argument("--budget-s", type=float, default=200.0,
+                   help="stop measuring new shapes after this many seconds [200]")
+    p.add_argument("--seed", type=int, default=TUNE_SEED, help=f"grid seed [{TUNE_SEED}]")
+    p.add_argument("--warmup", type=int, default=5, help="do_bench warmup per kernel, ms [5]")
+    p.add_argument("--rep", type=int, default=20, help="do_bench measuring time per kernel, ms [20]")
+    p.add_argument("--dry-run", action="store_true",
+                   help="on the CPU, tiny shapes, perf_counter timing; writes under /tmp/tune-dry")
+    p.add_argument("--fake", action="store_true",
+                   help="use a stand-in chooser API (plumbing test; its table means nothing)")
+    return p.parse_args(argv)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = parse_args(argv)
+    if not args.dry_run and not torch.cuda.is_available():
+        sys.exit("tune.py: no CUDA GPU; --dry-run tests the plumbing on the CPU")
+    device = torch.device("cpu") if args.dry_run else torch.device("cuda")
+    device_name = "CPU dry-run" if args.dry_run else torch.cuda.get_device_name(device)
+    default_paths(args, device_name)
+    chooser = resolve_chooser(args, device)
+    cells = tune_cells(args.per_class, args.seed)[:args.max_shapes]
+    if args.dry_run:
+        cells = [shrink(c, DRY_MAX_NUMEL) for c in cells]
+    timer = perf_counter_timer(1, 3) if args.dry_run else do_bench_timer(args.warmup, args.rep)
+    started = time.perf_counter()
+    results, measured = measure(cells, chooser, timer, device, args.budget_s)
+    classes = aggregate(results, chooser.kernels)
+    meta = {"device_name": device_name, "torch": torch.__version__,
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
+            "chooser": chooser.source, "kernels": list(chooser.kernels), "seed": args.seed,
+            "shapes": measured, "grid_shapes": len(cells),
+            "seconds": round(time.perf_counter() - started, 1),
+            "timing": ("time.perf_counter median of 3 runs (CPU dry run)" if args.dry_run else
+                       f"triton.testing.do_bench median, warmup {args.warmup} ms, rep {args.rep} "
+                       "ms, L2 flushed before each call")}
+    for path, text in ((args.out, inc_text(classes, meta)),
+                       (args.report, report_markdown(classes, meta)),
+                       (args.report.with_suffix(".json"), tune_json(classes, results, meta))):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        print(f"wrote {path}", file=sys.stderr)
+    bad = [r for r in results if r.status == "WRONG"]
+    for r in bad:
+        print(f"WRONG: kernel {r.op} on {r.where()}", file=sys.stderr)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""bench/tune.py's arithmetic and outputs: per-class scores, the winner per class, the .inc
+table the C++ chooser includes, and the markdown/JSON reports. Plain Python over `Result`
+rows (no torch)."""
+
+from __future__ import annotations
+
+import collections
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Iterable, Optional
+
+from bench.summary import by_cell, geomean
+
+FEW_SHAPES = 3  # a class measured on fewer shapes is flagged in the report
+INC_LINE = re.compile(r'^\{"((?:[^"\\]|\\.)*)", "((?:[^"\\]|\\.)*)"\},(?:\s*//.*)?$')
+
+
+@dataclass
+class KernelScore:
+    """One kernel on one class: how its shapes went, and its geomean ratio to clone over the
+    shapes it ran correctly."""
+
+    kernel: str
+    ok: int = 0
+    na: int = 0               # raised RuntimeError: cannot run that shape
+    wrong: int = 0
+    error: int = 0
+    geomean: Optional[float] = None
+
+    def text(self, shapes: int) -> str:
+        if self.wrong or self.error:
+            return "WRONG" if self.wrong else "error"
+        if not self.ok:
+            return "n/a"
+        cover = "" if self.ok == shapes else f" ({self.ok}/{shapes})"
+        return (f"{self.geomean:.2f}" if self.geomean is not None else "?") + cover
+
+
+@dataclass
+class ClassResult:
+    key: str
+    shapes: int
+    scores: list[KernelScore]
+    chosen_now: dict[str, int] = field(default_factory=dict)  # explain()'s kernel, by count
+    winner: Optional[str] = None
+    runner_up: Optional[str] = None
+    note: str = ""
+
+    def score(self, kernel: Optional[str]) -> Optional[KernelScore]:
+        return next((s for s in self.scores if s.kernel == kernel), None)
+
+
+def class_key(row: dict) -> Optional[str]:
+    """The class key recorded with a shape's rows (from explain), or None."""
+    info = next((r.explain for r in row.values() if r.explain), None)
+    key = info.get("class") if info else None
+    return str(key) if key is not None else None
+
+
+def aggregate(results: Iterable, kernels: tuple[str, ...]) -> list[ClassResult]:
+    """Scores per class key and kernel, and each class's winner, sorted by key."""
+    groups: dict[str, list[dict]] = collections.defaultdict(list)
+    for row in by_cell(results).values():
+        key = class_key(row)
+        clone = row.get("clone")
+        if key is not None and clone is not None and clone.status == "ok":
+            groups[key].append(row)
+    classes = []
+    for key in sorted(groups):
+        rows = groups[key]
+        scores = [score(rows, k) for k in kernels]
+        chosen = collections.Counter(str(r.explain.get("kernel")) for row in rows
+                                     for r in row.values() if r.explain)
+        c = ClassResult(key, len(rows), scores, dict(chosen.most_common()))
+        pick_winner(c)
+        classes.append(c)
+    return classes
+
+
+def score(rows: list[dict], kernel: str) -> KernelScore:
+    s = KernelScore(kernel)
+    ratios = []
+    for row in rows:
+        r = row.get(kernel)
+        status = r.status if r is not None else "n/a"
+        if status == "ok":
+            s.ok += 1
+            if r.ratio is not None:
+                ratios.append(r.ratio)
+        elif status == "WRONG":
+            s.wrong += 1
+        elif status == "error":
+            s.error += 1
+        else:
+            s.na += 1
+    s.geomean = geomean(ratios)
+    return s
+
+
+def pick_winner(c: ClassResult) -> None:
+    """The best kernel that ran correctly on every shape of the class; failing that, the one
+    that ran correctly on the most shapes (noted). A kernel with a wrong result never wins."""
+    clean = [s for s in c.scores if not s.wrong and not s.error and s.ok and s.geomean]
+    full = [s for s in clean if s.ok == c.shapes]
+    ranked = sorted(full or clean, key=lambda s: (s.ok, s.geomean), reverse=True)
+    if not ranked:
+        c.note = "no kernel ran every shape correctly"
+        return
+    c.winner = ranked[0].kernel
+    c.runner_up = ranked[1].kernel if len(ranked) > 1 else None
+    if not full:
+        c.note = f"no kernel covers every shape; {c.winner} ran {ranked[0].ok}/{c.shapes}"
+
+
+# --------------------------------------------------------------------------------------------
+# Outputs
+# --------------------------------------------------------------------------------------------
+
+def c_string(text: str) -> str:
+    """`text` as the body of a C++ string literal. Class keys and kernel names are printable
+    ASCII (anything else raises ValueError); quotes and backslashes are escaped."""
+    if not (text.isascii() and text.isprintable()):
+        raise ValueError(f"not printable ASCII: {text!r}")
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def inc_line(c: ClassResult) -> str:
+    win = c.score(c.winner)
+    comment = f"{c.winner} {win.geomean:.2f}"
+    if c.runner_up:
+        comment += f", runner-up {c.runner_up} {c.score(c.runner_up).geomean:.2f}"
+    comment += f", {c.shapes} shape{'s' if c.shapes != 1 else ''}"
+    if c.note:
+        comment += f" ({c.note})"
+    return f'{{"{c_string(c.key)}", "{c_string(c.winner)}"}},  // {comment}'
+
+
+def inc_text(classes: list[ClassResult], meta: dict) -> str:
+    """The table the C++ chooser includes: one initializer line per class with a winner."""
+    lines = [f"// Generated by bench/tune.py on {meta['device_name']}, torch {meta['torch']}, "
+             f"{meta['date']}: the fastest kernel per shape class",
+             "// (geomean ratio to clone over the shapes measured). Do not edit by hand; rerun "
+             "bench/tune.py."]
+    if meta.get("chooser") == "fake":
+        lines.append("// FAKE chooser (--fake): a plumbing test, not a table to commit.")
+    lines += [inc_line(c) for c in classes if c.winner]
+    return "\n".join(lines) + "\n"
+
+
+def parse_inc(text: str) -> list[tuple[str, str]]:
+    """(class key, kernel) of every initializer line; raises ValueError on a line that is
+    neither a comment, blank, nor an initializer."""
+    entries = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip() or line.lstrip().startswith("//"):
+            continue
+        m = INC_LINE.match(line)
+        if m is None:
+            raise ValueError(f"line {n} is not an initializer: {line!r}")
+        entries.append(tuple(re.sub(r"\\(.)", r"\1", g) for g in m.groups()))
+    return entries
+
+
+def report_markdown(classes: list[ClassResult], meta: dict) -> str:
+    """Every class, every candidate's geomean, the winner; what each column means."""
+    from bench.report import markdown_table
+    kernels = meta["kernels"]
+    rows = [[c.key, ", ".join(f"{k} {n}" for k, n in c.chosen_now.items()), str(c.shapes),
+             *(c.score(k).text(c.shapes) for k in kernels), c.winner or "–",
+             c.runner_up or "", "; ".join(filter(None, [
+                 c.note, "few shapes" if c.shapes < FEW_SHAPES else ""]))]
+            for c in classes]
+    lines = [
+        f"# Kernel tuning: {meta['device_name']}", "",
+        f"{meta['date']} | torch {meta['torch']} | chooser: {meta['chooser']} | "
+        f"{meta['shapes']} of {meta['grid_shapes']} grid shapes measured (seed {meta['seed']}) "
+        f"in {meta['seconds']:.0f} s", "",
+        f"Timing: {meta['timing']}. Each kernel's number is the geomean over the class's shapes "
+        "of time(torch clone) / time(kernel) (higher is better). The winner is the best kernel "
+        "that ran correctly on every shape of its class.", "",
+        markdown_table(["class", "chosen now", "shapes", *kernels, "winner", "runner-up",
+                        "note"], rows, left_cols=2), "",
+        "Columns:",
+        "- `class`: the class key `cute_transpose.explain(x, dims)` gave the shapes",
+        "- `chosen now`: the kernel explain() reported for the class's shapes, with counts (the "
+        "table in use while tuning)",
+        "- `shapes`: shapes of the grid (bench/tune_grid.py) that fell in the class",
+        "- one column per kernel: its geomean ratio to clone; `(k/n)` = it ran on k of the n "
+        "shapes (the others raised: it cannot run them); `n/a` = it ran on none; `WRONG` = a "
+        "result differed from `x.permute(dims).contiguous()` (never a winner)",
+        f"- `note`: `few shapes` = fewer than {FEW_SHAPES} shapes measured: a weak verdict",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def tune_json(classes: list[ClassResult], results: list, meta: dict) -> str:
+    """Everything measured: meta, each class with its scores, and each shape's rows."""
+    rows = [{"case": r.cell.name, "shape": r.cell.shape, "dims": r.cell.dims,
+             "dtype": r.cell.dtype, "view": r.cell.view.text(), "kernel": r.op,
+             "status": r.status, "ms": r.ms, "ratio": r.ratio, "detail": r.detail,
+             "explain": r.explain} for r in results]
+    return json.dumps({"meta": meta, "classes": [asdict(c) for c in classes], "rows": rows},
+                      indent=1, default=str) + "\n"

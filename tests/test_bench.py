@@ -1,0 +1,252 @@
+"""The benchmark's pure-Python parts, on the CPU: the TTC conversion, the sweep's and the tuning
+grid's cells, input views, the bit check, the summary statistics, and the tuning table."""
+
+import collections
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import cases, summary, sweep_cases, tune_grid, tune_table  # noqa: E402
+from bench.cases import Cell, View  # noqa: E402
+from bench.harness import OpSpec, Result, make_input, run_cell, same_bits, slabs  # noqa: E402
+
+# ----------------------------------------------------------------------------------------------
+# The TTC suite
+
+
+def column_major_transpose(p, sizes):
+    """The suite's own definition, in numpy: a Fortran-ordered tensor of `sizes`, output dim i
+    = input dim p[i], stored Fortran-ordered. Returns (input bytes, output bytes) in memory order."""
+    a = np.arange(math.prod(sizes)).reshape(sizes, order="F")
+    return a.flatten(order="F"), np.transpose(a, p).flatten(order="F")
+
+
+@pytest.mark.parametrize("p, sizes", [(p, s[0]) for p, s in cases.TTC_COLUMN_MAJOR])
+def test_ttc_conversion_moves_the_same_bytes_as_numpy(p, sizes):
+    small = tuple(2 + (i * 3 + d) % 5 for i, d in enumerate(sizes))  # the same perm, tiny sizes
+    src, dst = column_major_transpose(p, small)
+    shape, dims = cases.column_major_to_torch(p, small)
+    x = src.reshape(shape)  # the same memory, read row-major
+    assert np.array_equal(np.transpose(x, dims).flatten(), dst)
+
+
+def test_ttc_rows_match_the_published_table():
+    rows = {(c.dims, c.shape) for c in cases.ttc_cells()}
+    assert len(cases.ttc_cells()) == 57 and len(rows) == 57
+    for dims, shape in [((1, 0), (7264, 7264)), ((1, 0), (1216, 43408)),
+                        ((2, 0, 3, 1), (75, 96, 75, 96)), ((1, 3, 2, 0, 4), (298, 28, 28, 8, 32)),
+                        ((1, 5, 4, 0, 3, 2), (15, 15, 112, 15, 5, 32)),
+                        ((5, 4, 3, 2, 1, 0), (32, 15, 15, 15, 15, 32))]:
+        assert (dims, shape) in rows
+    assert {c.dtype for c in cases.ttc_cells()} == {"float32"}
+
+
+# ----------------------------------------------------------------------------------------------
+# The sweep's cells
+
+
+@pytest.fixture(scope="module")
+def full_sweep():
+    return sweep_cases.sweep_cells("full")
+
+
+def random_part(cells):
+    return [c for c in cells if c.group in ("random", "2-D")]
+
+
+def test_sweep_is_deterministic(full_sweep):
+    assert sweep_cases.sweep_cells("full") == full_sweep
+    quick = sweep_cases.sweep_cells("quick")
+    assert set(random_part(quick)) <= set(random_part(full_sweep))  # a prefix of the families
+
+
+def test_random_sweep_coverage(full_sweep):
+    rand = random_part(full_sweep)
+    assert len(rand) >= 200
+    assert {len(c.shape) for c in rand} == {2, 3, 4, 5, 6}
+    assert {cases.ITEMSIZE[c.dtype] for c in rand} == {1, 2, 4, 8, 16}
+    assert {c.view.kind for c in rand} >= {"contiguous", "offset", "step", "transposed", "expand"}
+    assert any(1 <= c.shape[-1] <= 4 for c in rand)                  # innermost input dim
+    assert any(1 <= c.shape[c.dims[-1]] <= 4 for c in rand)          # innermost output dim
+    assert any(1 in c.shape for c in rand)
+    assert any(c.shape[-1] == 1 for c in rand) or any(c.shape[c.dims[-1]] == 1 for c in rand)
+    two_d = [c for c in rand if len(c.shape) == 2]
+    assert any(2 <= min(c.shape) <= 8 and c.shape[0] < c.shape[1] for c in two_d)  # short-wide
+    assert any(2 <= min(c.shape) <= 8 and c.shape[0] > c.shape[1] for c in two_d)  # tall-skinny
+    assert any(c.shape[-1] * cases.ITEMSIZE[c.dtype] % 16 for c in two_d)       # unaligned rows
+    assert any(c.shape[-1] * cases.ITEMSIZE[c.dtype] % 16 == 0 for c in two_d)  # aligned rows
+    for c in rand:
+        assert 2 ** 16 <= c.numel <= 2 ** 28 and c.nbytes <= 2 * cases.GiB
+
+
+def test_sweep_skips_permutes_that_are_already_contiguous(full_sweep):
+    assert not any(cases.permuted_is_contiguous(c) for c in full_sweep)
+    images = [c for c in full_sweep if c.group == "images"]
+    assert {c.shape[1] if c.name == "NCHW->NHWC" else c.shape[3] for c in images} == {2, 3, 4}
+    assert Cell("sweep", "NCHW->NHWC", (64, 3, 224, 224), cases.NCHW_TO_NHWC, "uint8",
+                group="images") in images
+    assert cases.permuted_is_contiguous(
+        Cell("sweep", "", (64, 1, 224, 224), cases.NCHW_TO_NHWC, "uint8"))
+
+
+def test_compiled_graphs_are_bounded(full_sweep):
+    keys = {(c.dims, c.dtype, c.view) for c in full_sweep}
+    assert len(keys) <= 70
+
+
+# ----------------------------------------------------------------------------------------------
+# Views, the check, the runner
+
+VIEWS = [View(), View("offset", 2, 3), View("offset", 0, 1), View("step", 1, 2),
+         View("transposed", 2, 0), View("expand", 1), View("packed", 1, 3)]
+
+
+@pytest.mark.parametrize("view", VIEWS, ids=lambda v: v.kind + str(v.dim))
+def test_view_geometry_matches_torch(view):
+    cell = Cell("t", "", (3, 4, 5), (2, 0, 1), "float32", view)
+    x = make_input(cell, torch.device("cpu"))
+    strides, offset = cases.view_strides(cell.shape, view)
+    assert x.stride() == strides and x.storage_offset() == offset
+    for dims in [(0, 1, 2), (1, 0, 2), (2, 1, 0), (0, 2, 1)]:
+        c = Cell("t", "", cell.shape, dims, "float32", view)
+        assert cases.permuted_is_contiguous(c) == x.permute(dims).is_contiguous()
+
+
+def test_slabs_cover_every_element_once():
+    shape = (3, 5, 7)
+    seen = torch.zeros(shape, dtype=torch.int32)
+    for limit in (4, 28, 100, 10 ** 6):
+        seen.zero_()
+        for index in slabs(shape, 4, limit):
+            seen[index] += 1
+        assert bool((seen == 1).all())
+
+
+def test_same_bits_compares_bytes():
+    x = torch.randn(4, 6, dtype=torch.complex128)
+    ref = x.t()
+    out = ref.contiguous()
+    assert same_bits(out, ref)
+    out.view(torch.uint8).view(-1)[17] ^= 1
+    assert not same_bits(out, ref)
+    z = torch.zeros(2, 3)
+    assert not same_bits(-z.t().contiguous(), z.t())  # -0.0 is not 0.0
+    assert not same_bits(z.contiguous(), z.t())         # wrong shape
+
+
+def test_run_cell_checks_then_times():
+    cell = Cell("t", "", (5, 7), (1, 0), "float32", View("offset", 1, 1))
+    wrong = OpSpec("wrong", "permute", lambda c: lambda x: x.t().contiguous() + 1, "")
+    refuses = OpSpec("refuses", "permute", lambda c: lambda x: torch.empty(0).view(3),
+                     "", may_refuse=True)
+    good = OpSpec("good", "permute", lambda c: lambda x: x.permute(c.dims).contiguous(), "")
+    clone = OpSpec("clone", "copy", lambda c: lambda x: x.clone(), "")
+    rows = {r.op: r for r in run_cell(cell, [clone, wrong, refuses, good], lambda fn: 1.0,
+                                      torch.device("cpu"), explain=lambda x, d: None)}
+    assert rows["wrong"].status == "WRONG" and rows["refuses"].status == "n/a"
+    assert rows["good"].status == "ok" and rows["good"].ratio == 1.0
+    assert rows["clone"].gbps == pytest.approx(2 * 35 * 4 / 1e6)
+
+
+# ----------------------------------------------------------------------------------------------
+# Summary statistics
+
+
+def rows_of(group, name, ratios, status=None):
+    cell = Cell("sweep", name, (2, 3), (1, 0), "float32", group=group)
+    out = []
+    for op, ratio in ratios.items():
+        st = (status or {}).get(op, "ok")
+        out.append(Result(cell, op, st, ms=1 / ratio if ratio else None,
+                          ratio=ratio if st == "ok" else None))
+    return out
+
+
+def test_summary_statistics():
+    results = (rows_of("TTC", "a", {"clone": 1, "eager": 0.5, "compile": 0.9, "permute": 0.9})
+               + rows_of("TTC", "b", {"clone": 1, "eager": 0.25, "compile": 0.8, "permute": 0.795})
+               + rows_of("random", "c", {"clone": 1, "eager": 0.4, "compile": 0.5,
+                                         "permute": None}, status={"permute": "WRONG"}))
+    s = summary.summarize(results, ("clone", "eager", "compile", "permute"))
+    assert s.cells == 3
+    assert (s.shares["eager"].compared, s.shares["eager"].wins) == (3, 2)   # WRONG is a loss
+    assert (s.shares["compile"].wins, s.shares["compile"].near) == (1, 2)   # 0.795 >= 0.8-0.01
+    assert s.geomeans["eager"] == pytest.approx((0.5 * 0.25 * 0.4) ** (1 / 3))
+    assert s.geomeans["permute"] == pytest.approx((0.9 * 0.795) ** 0.5)
+    assert [w.cell.name for w in s.worst["compile"]] == ["c", "b", "a"]
+    assert s.worst["eager"][0].rel == 0.0
+    assert [c.group for c in s.classes] == ["TTC", "random"]
+    assert s.classes[0].shares["compile"].near == 2 and s.classes[1].cells == 1
+
+
+# ----------------------------------------------------------------------------------------------
+# Tuning: the grid, the winner, the .inc table
+
+
+def test_tune_grid_is_deterministic_and_covers_the_features():
+    cells = tune_grid.tune_cells(2)
+    assert cells == tune_grid.tune_cells(2)
+    assert {len(c.shape) for c in cells} == {2, 3, 4, 5}
+    assert {cases.ITEMSIZE[c.dtype] for c in cells} == {1, 2, 4, 8, 16}
+    assert any(c.dims[-1] == len(c.dims) - 1 for c in cells)       # keeps the innermost dim
+    assert any(c.shape[-1] <= 16 for c in cells) and any(c.shape[c.dims[-1]] <= 16 for c in cells)
+    assert not any(cases.permuted_is_contiguous(c) for c in cells)
+    assert all(2 ** 17 <= c.numel <= 2 ** 27 and c.nbytes <= cases.GiB for c in cells)
+    assert not set(c.shape for c in cells) & set(c.shape for c in sweep_cases.sweep_cells())
+
+
+def tune_rows(key, ratios, status=None):
+    cell = Cell("tune", key + str(len(ratios)) + str(sorted(ratios.items())), (2, 3), (1, 0),
+                "float32")
+    out = [Result(cell, "clone", "ok", ms=1.0, ratio=1.0, explain={"class": key, "kernel": "b"})]
+    for k, r in ratios.items():
+        st = (status or {}).get(k, "ok")
+        out.append(Result(cell, k, st, ms=1 / r if r else None, ratio=r if st == "ok" else None))
+    return out
+
+
+def test_tune_picks_the_best_kernel_that_covers_the_class():
+    results = (tune_rows('q"x\\y', {"a": 0.9, "b": 0.8, "c": 0.99})
+               + tune_rows('q"x\\y', {"a": 0.9, "b": 0.7, "c": None}, {"c": "n/a"})
+               + tune_rows("w", {"a": 0.5, "b": 0.6, "c": 0.9}, {"c": "WRONG"}))
+    classes = tune_table.aggregate(results, ("a", "b", "c"))
+    by_key = {c.key: c for c in classes}
+    assert by_key['q"x\\y'].winner == "a" and by_key['q"x\\y'].runner_up == "b"
+    assert by_key['q"x\\y'].score("c").text(2) == "0.99 (1/2)"
+    assert by_key["w"].winner == "b" and by_key["w"].chosen_now == {"b": 1}
+    meta = {"device_name": "GPU", "torch": "2.14", "date": "2026-01-01", "chooser": "cute_transpose"}
+    text = tune_table.inc_text(classes, meta)
+    assert text.startswith("// Generated by bench/tune.py on GPU, torch 2.14, 2026-01-01")
+    assert tune_table.parse_inc(text) == [('q"x\\y', "a"), ("w", "b")]
+    assert '{"q\\"x\\\\y", "a"},  // a 0.90, runner-up b 0.75, 2 shapes' in text
+    with pytest.raises(ValueError):
+        tune_table.c_string("é")
+
+
+def test_tune_dry_run_writes_its_files(tmp_path):
+    from bench import tune
+    inc, report = tmp_path / "sm.inc", tmp_path / "tune.md"
+    assert tune.main(["--dry-run", "--fake", "--max-shapes", "8", "--out", str(inc),
+                      "--report", str(report)]) == 0
+    entries = tune_table.parse_inc(inc.read_text())
+    assert entries and all(k in ("aten", "ours", "rows") for _, k in entries)
+    assert "| class" in report.read_text() and report.with_suffix(".json").exists()
+
+
+def test_bench_cli_sections():
+    from bench import bench
+    assert bench.wanted_sections(bench.parse_args(["--dry-run"])) == [
+        "cpu", "matrix", "permute", "sweep"]
+    assert bench.wanted_sections(bench.parse_args(["--no-sweep", "--no-permute"])) == ["matrix"]
+    assert bench.wanted_sections(bench.parse_args(["--sweep-only"])) == ["sweep"]
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--sweep-only", "--no-sweep"])
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--sweep-only", "--permute-only"])
+    assert collections.Counter(c.section for c in cases.cpu_cells()) == {"cpu": 3}
