@@ -13,8 +13,10 @@ For each shape of the grid (bench/tune_grid.py): the class key comes from
 through ``torch.ops.cute_transpose._permute_with(x, dims, kernel)``, is checked bit-exactly
 against ``x.permute(dims).contiguous()`` and timed beside torch clone (do_bench median, short
 warmup and rep). A kernel that raises RuntimeError cannot run that shape (n/a). Per class, each
-kernel's score is the geomean of time(clone) / time(kernel) over the class's shapes; the winner
-is the best kernel that ran correctly on every shape of the class.
+kernel's score is the geomean of time(clone) / time(kernel) over the class's shapes it ran, and
+the kernels are ranked by how close they come to the best kernel on each shape they ran (the
+chooser takes the first in the ranking that can run a plan); a kernel with any wrong result is
+left out.
 
 --fake replaces the chooser's API (until it lands, and on the CPU where _permute_with may be
 missing) with a small stand-in, to test this script's plumbing.

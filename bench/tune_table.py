@@ -1,4 +1,4 @@
-"""bench/tune.py's arithmetic and outputs: per-class scores, the winner per class, the .inc
+"""bench/tune.py's arithmetic and outputs: per-class scores, the ranking per class, the .inc
 table the C++ chooser includes, and the markdown/JSON reports. Plain Python over `Result`
 rows (no torch)."""
 
@@ -43,9 +43,16 @@ class ClassResult:
     shapes: int
     scores: list[KernelScore]
     chosen_now: dict[str, int] = field(default_factory=dict)  # explain()'s kernel, by count
-    winner: Optional[str] = None
-    runner_up: Optional[str] = None
+    ranking: list[str] = field(default_factory=list)           # best first: the .inc line
     note: str = ""
+
+    @property
+    def winner(self) -> Optional[str]:
+        return self.ranking[0] if self.ranking else None
+
+    @property
+    def runner_up(self) -> Optional[str]:
+        return self.ranking[1] if len(self.ranking) > 1 else None
 
     def score(self, kernel: Optional[str]) -> Optional[KernelScore]:
         return next((s for s in self.scores if s.kernel == kernel), None)
@@ -59,7 +66,7 @@ def class_key(row: dict) -> Optional[str]:
 
 
 def aggregate(results: Iterable, kernels: tuple[str, ...]) -> list[ClassResult]:
-    """Scores per class key and kernel, and each class's winner, sorted by key."""
+    """Scores per class key and kernel, and each class's ranking, sorted by key."""
     groups: dict[str, list[dict]] = collections.defaultdict(list)
     for row in by_cell(results).values():
         key = class_key(row)
@@ -73,7 +80,7 @@ def aggregate(results: Iterable, kernels: tuple[str, ...]) -> list[ClassResult]:
         chosen = collections.Counter(str(r.explain.get("kernel")) for row in rows
                                      for r in row.values() if r.explain)
         c = ClassResult(key, len(rows), scores, dict(chosen.most_common()))
-        pick_winner(c)
+        rank(c, rows)
         classes.append(c)
     return classes
 
@@ -98,19 +105,24 @@ def score(rows: list[dict], kernel: str) -> KernelScore:
     return s
 
 
-def pick_winner(c: ClassResult) -> None:
-    """The best kernel that ran correctly on every shape of the class; failing that, the one
-    that ran correctly on the most shapes (noted). A kernel with a wrong result never wins."""
-    clean = [s for s in c.scores if not s.wrong and not s.error and s.ok and s.geomean]
-    full = [s for s in clean if s.ok == c.shapes]
-    ranked = sorted(full or clean, key=lambda s: (s.ok, s.geomean), reverse=True)
-    if not ranked:
-        c.note = "no kernel ran every shape correctly"
-        return
-    c.winner = ranked[0].kernel
-    c.runner_up = ranked[1].kernel if len(ranked) > 1 else None
-    if not full:
-        c.note = f"no kernel covers every shape; {c.winner} ran {ranked[0].ok}/{c.shapes}"
+def rank(c: ClassResult, rows: list[dict]) -> None:
+    """The class's kernels, best first. A kernel's rank score is the geomean, over the shapes
+    it ran, of its ratio over the best ratio any kernel reached on that shape: 1.0 means best
+    wherever it runs. The chooser takes the first kernel that can run a plan, so a kernel that
+    runs only some shapes ranks by how it does on those. A kernel with a wrong result or an
+    error on any shape is left out (never chosen)."""
+    clean = {s.kernel for s in c.scores if not s.wrong and not s.error and s.ok and s.geomean}
+    relative: dict[str, list[float]] = collections.defaultdict(list)
+    for row in rows:
+        ok = {k: r.ratio for k, r in row.items() if k in clean and r.status == "ok" and r.ratio}
+        best = max(ok.values(), default=None)
+        for k, ratio in ok.items():
+            relative[k].append(ratio / best)
+    c.ranking = sorted(relative, key=lambda k: (geomean(relative[k]), len(relative[k])), reverse=True)
+    if not c.ranking:
+        c.note = "no kernel ran a shape correctly"
+    elif c.score(c.winner).ok < c.shapes:
+        c.note = f"{c.winner} runs {c.score(c.winner).ok}/{c.shapes} shapes; the next takes the rest"
 
 
 # --------------------------------------------------------------------------------------------
@@ -126,22 +138,20 @@ def c_string(text: str) -> str:
 
 
 def inc_line(c: ClassResult) -> str:
-    win = c.score(c.winner)
-    comment = f"{c.winner} {win.geomean:.2f}"
-    if c.runner_up:
-        comment += f", runner-up {c.runner_up} {c.score(c.runner_up).geomean:.2f}"
-    comment += f", {c.shapes} shape{'s' if c.shapes != 1 else ''}"
+    """`{"class", "kernel,kernel,..."},  // comment`: the ranking, best first."""
+    comment = ", ".join(f"{k} {c.score(k).geomean:.2f}" for k in c.ranking)
+    comment += f"; {c.shapes} shape{'s' if c.shapes != 1 else ''}"
     if c.note:
         comment += f" ({c.note})"
-    return f'{{"{c_string(c.key)}", "{c_string(c.winner)}"}},  // {comment}'
+    return f'{{"{c_string(c.key)}", "{c_string(",".join(c.ranking))}"}},  // {comment}'
 
 
 def inc_text(classes: list[ClassResult], meta: dict) -> str:
-    """The table the C++ chooser includes: one initializer line per class with a winner."""
+    """The table the C++ chooser includes: one initializer line per class with a ranking."""
     lines = [f"// Generated by bench/tune.py on {meta['device_name']}, torch {meta['torch']}, "
-             f"{meta['date']}: the fastest kernel per shape class",
-             "// (geomean ratio to clone over the shapes measured). Do not edit by hand; rerun "
-             "bench/tune.py."]
+             f"{meta['date']}: the candidate kernels per shape class, best first",
+             "// (comments: geomean ratio to clone over the shapes each ran). Do not edit by hand; "
+             "rerun bench/tune.py."]
     if meta.get("chooser") == "fake":
         lines.append("// FAKE chooser (--fake): a plumbing test, not a table to commit.")
     lines += [inc_line(c) for c in classes if c.winner]
@@ -149,7 +159,7 @@ def inc_text(classes: list[ClassResult], meta: dict) -> str:
 
 
 def parse_inc(text: str) -> list[tuple[str, str]]:
-    """(class key, kernel) of every initializer line; raises ValueError on a line that is
+    """(class key, ranking) of every initializer line; raises ValueError on a line that is
     neither a comment, blank, nor an initializer."""
     entries = []
     for n, line in enumerate(text.splitlines(), 1):

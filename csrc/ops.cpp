@@ -108,7 +108,8 @@ std::vector<std::string> variants() {
 #undef CUTE_TRANSPOSE_NAME
 }
 
-// Nested tensors reach the dispatcher under their own keys: answer with our message.
+// Nested tensors reach the dispatcher under their own keys (autograd first): answer with our
+// message.
 void nested_tensor_error(c10::OperatorHandle const& op, torch::jit::Stack*) {
   TORCH_CHECK(false, "cute_transpose.", op.schema().name().substr(16),
               ": expected a strided (dense) tensor, got a nested tensor");
@@ -170,6 +171,7 @@ TORCH_LIBRARY_IMPL(cute_transpose, CPU, m) {
     for (char const* name : {"copy", "transpose", "transpose.out", "permute", "permute.out"}) \
       m.impl(name, torch::CppFunction::makeFromBoxedFunction<&nested_tensor_error>()); \
   }
+CUTE_TRANSPOSE_NESTED(AutogradNestedTensor)
 CUTE_TRANSPOSE_NESTED(NestedTensorCPU)
 CUTE_TRANSPOSE_NESTED(NestedTensorCUDA)
 #undef CUTE_TRANSPOSE_NESTED

@@ -93,10 +93,10 @@ def _check_out(x: Tensor, out: Tensor, perm: list[int], name: str) -> None:
 
 def _check_no_alias(x: Tensor, out: Tensor, name: str) -> None:
     """out may not share memory with x: the kernel would read what it has overwritten. Eager
-    checks byte ranges in C++; this check also holds while torch.compile traces (fake tensors
-    keep their storages), so eager and compiled code refuse the same calls."""
-    if x.untyped_storage()._cdata == out.untyped_storage()._cdata:
-        raise RuntimeError(f"cute_transpose.{name}: out overlaps the input in memory; pass a separate tensor")
+    calls check byte ranges in C++; the fake kernels below check shared storage, which fake
+    tensors keep, so torch.compile refuses the same calls as eager."""
+    torch._check(x.untyped_storage()._cdata != out.untyped_storage()._cdata,
+                 lambda: f"cute_transpose.{name}: out overlaps the input in memory; pass a separate tensor")
 
 
 @torch.library.register_fake("cute_transpose::transpose")
@@ -107,6 +107,7 @@ def _transpose_fake(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
 @torch.library.register_fake("cute_transpose::transpose.out")
 def _transpose_out_fake(src: Tensor, dim0: int = -2, dim1: int = -1, *, out: Tensor) -> Tensor:
     _check_out(src, out, _transposition(src, dim0, dim1), "transpose")
+    _check_no_alias(src, out, "transpose")
     return out
 
 
@@ -118,6 +119,7 @@ def _permute_fake(x: Tensor, dims: Sequence[int]) -> Tensor:
 @torch.library.register_fake("cute_transpose::permute.out")
 def _permute_out_fake(src: Tensor, dims: Sequence[int], *, out: Tensor) -> Tensor:
     _check_out(src, out, _permutation(src, dims, "permute"), "permute")
+    _check_no_alias(src, out, "permute")
     return out
 
 
@@ -133,7 +135,6 @@ def transpose(x: Tensor, dim0: int = -2, dim1: int = -1, *, out: Optional[Tensor
     and device, not sharing memory with x) the result is written there and ``out`` is returned."""
     if out is None:
         return _lib.transpose(x, operator.index(dim0), operator.index(dim1))
-    _check_no_alias(x, out, "transpose")
     return _lib.transpose.out(x, operator.index(dim0), operator.index(dim1), out=out)
 
 
@@ -147,7 +148,6 @@ def permute(x: Tensor, dims: Sequence[int], *, out: Optional[Tensor] = None) -> 
     dims = _dims_list(dims)
     if out is None:
         return _lib.permute(x, dims)
-    _check_no_alias(x, out, "permute")
     return _lib.permute.out(x, dims, out=out)
 
 
