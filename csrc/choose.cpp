@@ -104,6 +104,8 @@ bool tma_fits(Problem const& p, Device const& d, std::string* why) {
   if (!divisible(p.out_col_stride * p.element_size, 16) || !aligned(p.dst, 16))
     return *why = "the output's row pitch is not a multiple of 16 bytes", false;
   if (p.batch.rank > 1) return *why = "more than one batch dim", false;
+  if (p.batch.rank == 1 && !divisible(p.batch.out_stride[0] * p.element_size, 16))
+    return *why = "the output's batch stride is not a multiple of 16 bytes", false;
   int64_t const limit = int64_t(1) << 31;
   if (p.rows >= limit || p.cols >= limit || p.batch.count >= limit) return *why = "a dim of 2^31 or more", false;
   return true;
@@ -139,6 +141,74 @@ int box_vector(BoxPlan const& b, int const* order, int64_t const* global, int64_
     if (ok) return static_cast<int>(V);
   }
   return 1;
+}
+
+// The box of the dims with want[i] > 0 (whole when want[i] == size, else chunks of want[i]):
+// its dims, the outer dims, shared memory, and each side's vectors. std::nullopt with an empty
+// *why when it needs more than kBoxMaxBytes of shared memory; with a reason when it cannot be.
+std::optional<BoxPlan> lay_out_box(Plan const& plan, std::vector<int64_t> const& want, std::string* why) {
+  int const r = plan.rank;
+  int64_t const E = plan.element_size;
+  Dim const* d = plan.dims;
+  why->clear();
+  BoxPlan b;
+  b.src = plan.src;
+  b.dst = plan.dst;
+  b.element_size = plan.element_size;
+  std::vector<int> box_of(r, -1);
+  for (int i = 0; i < r; ++i) {  // box dims in the output's order
+    if (want[i] == 0) continue;
+    if (b.rank == BoxPlan::kMaxBox) return *why = "more than 6 small dims in the box", std::nullopt;
+    box_of[i] = b.rank;
+    b.size[b.rank] = d[i].size;
+    b.tile[b.rank] = want[i];
+    b.in[b.rank] = d[i].in;
+    b.out[b.rank] = d[i].out;
+    b.volume *= want[i];
+    ++b.rank;
+  }
+  for (int k = 0; k < b.rank; ++k) b.in_order[k] = b.out_order[k] = k;
+  std::stable_sort(b.in_order, b.in_order + b.rank, [&](int x, int y) {
+    return (b.in[x] == 0 ? INT64_MAX : b.in[x]) < (b.in[y] == 0 ? INT64_MAX : b.in[y]);
+  });
+  std::stable_sort(b.out_order, b.out_order + b.rank, [&](int x, int y) { return b.out[x] < b.out[y]; });
+
+  // The outer dims: the others in the output's order, then the chunk counts of chunked dims.
+  for (int i = 0; i < r; ++i) {
+    if (box_of[i] >= 0) continue;
+    b.outer_size[b.outer_rank] = d[i].size;
+    b.outer_in[b.outer_rank] = d[i].in;
+    b.outer_out[b.outer_rank] = d[i].out;
+    b.chunk_of[b.outer_rank++] = -1;
+  }
+  for (int k = 0; k < b.rank; ++k) {
+    if (b.tile[k] == b.size[k]) continue;
+    b.outer_size[b.outer_rank] = (b.size[k] + b.tile[k] - 1) / b.tile[k];
+    b.outer_in[b.outer_rank] = b.tile[k] * b.in[k];
+    b.outer_out[b.outer_rank] = b.tile[k] * b.out[k];
+    b.chunk_of[b.outer_rank++] = k;
+  }
+  for (int k = 0; k < b.outer_rank; ++k) b.boxes *= b.outer_size[k];
+
+  // Shared memory in the input's order. The output side walks it across the input's contiguous
+  // run; when the run is a multiple of 16 bytes, those walks would keep hitting the same few
+  // banks, so a pad of one word (or element) follows each run.
+  int run = 0;
+  while (run + 1 < b.rank && b.in[b.in_order[0]] == 1 && b.tile[b.in_order[run]] == b.size[b.in_order[run]] &&
+         b.in[b.in_order[run + 1]] == b.in[b.in_order[run]] * b.size[b.in_order[run]])
+    ++run;
+  int64_t stride = 1;
+  for (int k = 0; k < b.rank; ++k) {
+    b.smem[b.in_order[k]] = stride;
+    stride *= b.tile[b.in_order[k]];
+    if (k == run && k + 1 < b.rank && (stride * E) % 16 == 0) stride += E >= 4 ? 1 : 4 / E;
+  }
+  b.smem_elems = stride;
+  if (b.smem_elems * E > kBoxMaxBytes) return std::nullopt;
+
+  b.vin = box_vector(b, b.in_order, b.in, b.outer_in, b.src);
+  b.vout = box_vector(b, b.out_order, b.out, b.outer_out, b.dst);
+  return b;
 }
 
 std::optional<BoxPlan> plan_box(Plan const& plan, std::string* why) {
@@ -195,69 +265,22 @@ std::optional<BoxPlan> plan_box(Plan const& plan, std::string* why) {
     want[i] = std::min(d[i].size, std::max<int64_t>(want[i], 1) * 2);
     ++g;
   }
-  // Chunks in multiples of 16 elements keep the sides' vectors whole.
+  // Chunks in whole 16-byte vectors keep the sides' vectors whole.
+  int64_t const step = std::max<int64_t>(1, 16 / E);
   for (int i = 0; i < r; ++i)
-    if (want[i] > 0 && want[i] < d[i].size) want[i] = std::min(d[i].size, (want[i] + 15) / 16 * 16);
-
-  BoxPlan b;
-  b.src = plan.src;
-  b.dst = plan.dst;
-  b.element_size = plan.element_size;
-  std::vector<int> box_of(r, -1);
-  for (int i = 0; i < r; ++i) {  // box dims in the output's order
-    if (want[i] == 0) continue;
-    if (b.rank == BoxPlan::kMaxBox) return *why = "more than 6 small dims in the box", std::nullopt;
-    box_of[i] = b.rank;
-    b.size[b.rank] = d[i].size;
-    b.tile[b.rank] = want[i];
-    b.in[b.rank] = d[i].in;
-    b.out[b.rank] = d[i].out;
-    b.volume *= want[i];
-    ++b.rank;
+    if (want[i] > 0 && want[i] < d[i].size) want[i] = std::min(d[i].size, (want[i] + step - 1) / step * step);
+  // Lay the box out; while it is over kBoxMaxBytes, halve its largest dim and try again.
+  for (;;) {
+    if (auto b = lay_out_box(plan, want, why)) return b;
+    if (!why->empty()) return std::nullopt;
+    int big = -1;
+    for (int i = 0; i < r; ++i)
+      if (want[i] > 1 && (big < 0 || want[i] > want[big])) big = i;
+    if (big < 0) return *why = "the box does not fit in shared memory", std::nullopt;
+    want[big] = std::max<int64_t>(1, want[big] / 2 / step * step);
   }
-  if (b.volume * E > kBoxMaxBytes) return *why = "the box would exceed 40 KiB of shared memory", std::nullopt;
-  for (int k = 0; k < b.rank; ++k) b.in_order[k] = b.out_order[k] = k;
-  std::stable_sort(b.in_order, b.in_order + b.rank, [&](int x, int y) {
-    return (b.in[x] == 0 ? INT64_MAX : b.in[x]) < (b.in[y] == 0 ? INT64_MAX : b.in[y]);
-  });
-  std::stable_sort(b.out_order, b.out_order + b.rank, [&](int x, int y) { return b.out[x] < b.out[y]; });
-
-  // The outer dims: the others in the output's order, then the chunk counts of chunked dims.
-  for (int i = 0; i < r; ++i) {
-    if (box_of[i] >= 0) continue;
-    b.outer_size[b.outer_rank] = d[i].size;
-    b.outer_in[b.outer_rank] = d[i].in;
-    b.outer_out[b.outer_rank] = d[i].out;
-    b.chunk_of[b.outer_rank++] = -1;
-  }
-  for (int k = 0; k < b.rank; ++k) {
-    if (b.tile[k] == b.size[k]) continue;
-    b.outer_size[b.outer_rank] = (b.size[k] + b.tile[k] - 1) / b.tile[k];
-    b.outer_in[b.outer_rank] = b.tile[k] * b.in[k];
-    b.outer_out[b.outer_rank] = b.tile[k] * b.out[k];
-    b.chunk_of[b.outer_rank++] = k;
-  }
-  for (int k = 0; k < b.outer_rank; ++k) b.boxes *= b.outer_size[k];
-
-  // Shared memory in the input's order; a pad of one word (or element) after the input's run.
-  int64_t const pad = E >= 4 ? 1 : 4 / E;
-  int run = 0;
-  while (run + 1 < b.rank && b.in[b.in_order[0]] == 1 && b.tile[b.in_order[run]] == b.size[b.in_order[run]] &&
-         b.in[b.in_order[run + 1]] == b.in[b.in_order[run]] * b.size[b.in_order[run]])
-    ++run;
-  int64_t stride = 1;
-  for (int k = 0; k < b.rank; ++k) {
-    b.smem[b.in_order[k]] = stride;
-    stride *= b.tile[b.in_order[k]];
-    if (k == run && k + 1 < b.rank) stride += pad;
-  }
-  b.smem_elems = stride;
-  if (b.smem_elems * E > kBoxMaxBytes) return *why = "the box would exceed 40 KiB of shared memory", std::nullopt;
-
-  b.vin = box_vector(b, b.in_order, b.in, b.outer_in, b.src);
-  b.vout = box_vector(b, b.out_order, b.out, b.outer_out, b.dst);
-  return b;
 }
+
 
 //
 // Shape classes and rankings.

@@ -74,9 +74,35 @@ std::string json_string(std::string const& s) {
   return quoted + "\"";
 }
 
+// The box plan's fields, for tests that replay the Box kernel's addressing on the CPU.
+std::string box_json(BoxPlan const& b) {
+  std::ostringstream j;
+  auto list = [&](char const* name, auto const* v, int n) {
+    j << "\"" << name << "\": [";
+    for (int i = 0; i < n; ++i) j << (i ? ", " : "") << v[i];
+    j << "], ";
+  };
+  j << "{";
+  list("size", b.size, b.rank);
+  list("tile", b.tile, b.rank);
+  list("in", b.in, b.rank);
+  list("out", b.out, b.rank);
+  list("smem", b.smem, b.rank);
+  list("in_order", b.in_order, b.rank);
+  list("out_order", b.out_order, b.rank);
+  list("outer_size", b.outer_size, b.outer_rank);
+  list("outer_in", b.outer_in, b.outer_rank);
+  list("outer_out", b.outer_out, b.outer_rank);
+  list("chunk_of", b.chunk_of, b.outer_rank);
+  j << "\"vin\": " << b.vin << ", \"vout\": " << b.vout << ", \"volume\": " << b.volume
+    << ", \"smem_elems\": " << b.smem_elems << ", \"boxes\": " << b.boxes << "}";
+  return j.str();
+}
+
 // The plan and the CUDA kernel choice for x.permute(dims) on a GPU of compute capability
-// `arch` (e.g. 90), as JSON. A fresh contiguous output is assumed (aligned like any allocation).
-std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch) {
+// `arch` (e.g. 90), as JSON: the chooser's pick, or `kernel` when one is named. A fresh
+// contiguous output is assumed (aligned like any allocation).
+std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch, c10::string_view kernel) {
   auto const perm = checked_permutation(x, dims, "explain");
   at::Tensor const out = at::empty(permuted_sizes(x, perm), x.options().device(at::kMeta));
   std::ostringstream j;
@@ -89,11 +115,26 @@ std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch) {
       << ", \"dims\": []}";
     return j.str();
   }
-  Choice const c = choose(*plan, Device{int(arch), /*tma=*/arch >= 90}, /*explain=*/true);
+  Device const device{int(arch), /*tma=*/arch >= 90};
+  Choice c;
+  if (kernel.empty()) {
+    c = choose(*plan, device, /*explain=*/true);
+  } else {
+    auto const k = kernel_from_name(std::string(kernel));
+    TORCH_CHECK(k, "cute_transpose.explain: unknown kernel '", kernel, "'");
+    std::string why;
+    auto forced = force(*plan, *k, device, &why);
+    TORCH_CHECK(forced, "cute_transpose.explain: the ", kernel, " kernel cannot run this permute: ", why);
+    c = *forced;
+    c.key = class_key(*plan);
+    c.reason = "named by the caller";
+  }
   j << "\"route\": " << json_string(plan->copy_route() ? "copy" : "transpose") << ", \"kernel\": "
     << json_string(kernel_name(c.kernel)) << ", \"config\": " << json_string(c.config())
     << ", \"class\": " << json_string(c.key) << ", \"reason\": " << json_string(c.reason) << ", \"m\": " << plan->m
-    << ", \"n\": " << plan->n << ", \"dims\": [";
+    << ", \"n\": " << plan->n;
+  if (c.box) j << ", \"box\": " << box_json(*c.box);
+  j << ", \"dims\": [";
   for (int i = 0; i < plan->rank; ++i)
     j << (i ? ", " : "") << "[" << plan->dims[i].size << ", " << plan->dims[i].in << ", " << plan->dims[i].out << "]";
   j << "]}";
@@ -146,7 +187,7 @@ TORCH_LIBRARY(cute_transpose, m) {
   // Private: one named kernel of the chooser's candidates (for tuning and tests), the plan and
   // choice in words, the candidates' names, and the ladder's variants in order.
   m.def("_permute_with(Tensor x, int[] dims, str kernel) -> Tensor");
-  m.def("_explain(Tensor x, int[] dims, int arch) -> str", &explain);
+  m.def("_explain(Tensor x, int[] dims, int arch, str kernel=\"\") -> str", &explain);
   m.def("_kernels() -> str[]", &kernels);
   m.def("_variants() -> str[]", &variants);
 }

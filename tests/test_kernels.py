@@ -3,11 +3,14 @@ shapes it exists for and on the awkward ones around them; and explain(), which s
 `permute` runs and why."""
 
 import json
+import math
 import re
 
+import numpy as np
 import pytest
 import torch
 
+import box_model
 import cute_transpose
 from conftest import HAS_CUDA, assert_bits_equal, random_tensor
 
@@ -203,3 +206,48 @@ def test_out_sharing_the_input_is_refused_eager_and_compiled(compiled):
         fn = torch.compile(fn, fullgraph=True)
     with pytest.raises(Exception, match="overlaps the input"):
         fn(x)
+
+
+#
+# The Box kernel's plans, replayed on the CPU (tests/box_model.py)
+#
+
+def box_cases():
+    """Small permutes of every kind the Box kernel takes: dims of 1-4 anywhere, short and long
+    runs, chunked dims, every element size, strided views."""
+    import random
+    rng = random.Random(7)
+    cases = [((2, 3, 40, 60), (0, 2, 3, 1), 1, "contiguous"), ((2, 40, 60, 3), (0, 3, 1, 2), 1, "contiguous"),
+             ((33, 6, 64), (1, 0, 2), 8, "contiguous"), ((8, 6, 64), (1, 0, 2), 16, "stepped"),
+             ((300, 5, 3), (1, 0, 2), 4, "contiguous"), ((97, 101), (1, 0), 2, "offset"),
+             ((2, 3, 2, 5, 2), (4, 2, 0, 3, 1), 1, "contiguous"), ((5, 2, 700), (2, 1, 0), 1, "sliced")]
+    for _ in range(60):
+        rank = rng.randint(1, 6)
+        shape = [rng.choice([1, 2, 3, 4, 5, 7, 16, 33, 64, 130]) for _ in range(rank)]
+        while np.prod(shape) > 60000:
+            shape[rng.randrange(rank)] = max(1, shape[rng.randrange(rank)] // 2)
+        dims = list(range(rank))
+        rng.shuffle(dims)
+        cases.append((tuple(shape), tuple(dims), rng.choice([1, 2, 4, 8, 16]),
+                      rng.choice(["contiguous", "offset", "stepped", "sliced"])))
+    return cases
+
+
+DTYPE_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64, 16: torch.complex128}
+
+
+@pytest.mark.parametrize("case", box_cases(), ids=lambda c: f"{'x'.join(map(str, c[0]))}-{''.join(map(str, c[1]))}-e{c[2]}-{c[3]}")
+def test_box_plans_move_every_element_once_in_whole_vectors(case):
+    shape, dims, esize, view = case
+    x = view_of(view, shape, DTYPE_OF_SIZE[esize], "cpu")
+    if math.prod(shape) == 0:
+        return
+    plan = cute_transpose.explain(x, dims, kernel="box")
+    if plan["route"] == "empty" or "box" not in plan["cuda"]:
+        pytest.skip(f"no box: {plan['cuda'].get('reason')}")
+    # The input's storage holds each element's own index, so the replay's output names the
+    # storage element each output element came from.
+    index = torch.arange(x.untyped_storage().nbytes() // esize)
+    ref = index.as_strided(x.shape, x.stride(), x.storage_offset()).permute(dims).contiguous().flatten()
+    got = box_model.replay(plan["cuda"]["box"], index.numpy(), x.storage_offset(), ref.numel())
+    assert np.array_equal(got, ref.numpy())

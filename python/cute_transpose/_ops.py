@@ -151,7 +151,7 @@ def permute(x: Tensor, dims: Sequence[int], *, out: Optional[Tensor] = None) -> 
     return _lib.permute.out(x, dims, out=out)
 
 
-def explain(x: Tensor, dims: Optional[Sequence[int]] = None) -> dict:
+def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional[str] = None) -> dict:
     """How ``permute(x, dims)`` (``transpose(x)`` when dims is None) runs: a dict with
 
     - ``route``: "copy" (the innermost dim stays innermost), "transpose", or "empty";
@@ -161,13 +161,14 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None) -> dict:
     - ``dims``: the merged dims as [size, input stride, output stride], the output's order.
 
     For a CPU tensor, ``kernel`` is "aten" (every CPU op is ATen's strided copy) and ``cuda``
-    holds what the same call would run on an sm_90 GPU (H100, H200)."""
+    holds what the same call would run on an sm_90 GPU (H100, H200). ``kernel=`` names one of
+    KERNELS to describe instead of the chooser's pick (an error if it cannot run the permute)."""
     if dims is None:
         dims = _transposition(x, -2, -1) if x.dim() >= 2 else list(range(x.dim()))
     dims = _dims_list(dims)
     on_cuda = x.device.type == "cuda"
     major, minor = torch.cuda.get_device_capability(x.device) if on_cuda else (9, 0)
-    plan = json.loads(_lib._explain(x, dims, 10 * major + minor))
+    plan = json.loads(_lib._explain(x, dims, 10 * major + minor, kernel or ""))
     if on_cuda:
         return {"device": str(x.device), **plan}
     return {"device": str(x.device), "route": plan["route"], "kernel": "aten",
