@@ -6,8 +6,8 @@ The test files, one concern each:
                            kernels
   test_ladder.py           the seed variants and `copy` (and `transpose` on its last two dims):
                            dtype x shape, strided views, vector widths, every torch dtype, fuzz
-  test_permute.py          `permute` and `transpose` over any dims: kernel routes, a seeded
-                           property test, dims errors, big shapes
+  test_permute.py          `permute` and `transpose` over any dims: kernel routes, property
+                           tests (seeded and hypothesis), dims errors, big shapes
   test_out.py              transpose.out / permute.out: results, and every out= error
   test_autograd_compile.py gradients, gradcheck, opcheck, torch.compile fullgraph (static,
                            dynamic, out=)

@@ -1,6 +1,6 @@
 """`permute` and `transpose` over any dims: bit-exact against `x.permute(dims).contiguous()` and
-`x.transpose(a, b).contiguous()` for every rank, element size and view, by a seeded property
-test, targeted cases for each kernel route, every pair of dims, and big shapes; and
+`x.transpose(a, b).contiguous()` for every rank, element size and view, by property tests (seeded
+and hypothesis), targeted cases for each kernel route, every pair of dims, and big shapes; and
 their dims errors. CPU always; CUDA where a GPU is present. (out=: test_out.py; autograd, opcheck
 and torch.compile: test_autograd_compile.py.)
 
@@ -10,6 +10,7 @@ The GPU tests whose names contain `big` move gigabytes (> 2**31 elements); desel
 
 import math
 import random
+import zlib
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -21,6 +22,12 @@ from conftest import (DEVICES, DTYPES_BY_SIZE, ELEMENT_SIZES, ONE_PER_SIZE, POIS
                       assert_bits_equal, dims_id, dtype_id, inverse, needs_cuda,
                       poisoned, random_tensor, reference, run_poisoned, shape_id,
                       transpose_reference)
+
+try:
+    import hypothesis
+    from hypothesis import strategies as st
+except ImportError:  # the hypothesis tests skip; everything else runs
+    hypothesis = st = None
 
 # ----------------------------------------------------------------------------------------------
 # The functions under test, and the checks
@@ -162,13 +169,17 @@ def random_view(shape, dtype, device, rng, **kinds):
 
 
 # ----------------------------------------------------------------------------------------------
-# 1. Property test: ranks 1-6, random permutations and shapes (odd sizes and 1s), every element
+# 1. Property tests: ranks 1-6, random permutations and shapes (odd sizes and 1s), every element
 # size, every view kind; run for each implementation in IMPLS
 
 SIZES = (1, 2, 3, 5, 7, 8, 16, 17, 31, 33, 64, 65, 127, 128)
-# Per device: the cases of each seeded test, and their most elements.
+# Per device: the cases of each seeded test and their most elements; the examples of each
+# hypothesis test (30 a device: view kind x element size) and their most elements. Small on the
+# CPU, where the whole suite should stay fast on two cores; the GPU takes more and bigger ones.
 SEEDED_CASES = {"cpu": 40, "cuda": 100}
 BUDGET = {"cpu": 20_000, "cuda": 200_000}
+HYPOTHESIS_EXAMPLES = {"cpu": 10, "cuda": 50}
+HYPOTHESIS_BUDGET = {"cpu": 4_096, "cuda": 200_000}
 BATCHES = 3
 
 
@@ -205,6 +216,85 @@ def test_random_permutes(device, view, batch, impl):
             check_permute(impl, x, dims)
         except AssertionError as e:
             raise AssertionError(f"case {i}: {e}") from None
+
+
+@dataclass(frozen=True)
+class PermuteCase:
+    shape: tuple
+    dtype: torch.dtype
+    dims: tuple
+    view: ViewSpec
+
+
+def permute_cases(view, size, budget):
+    """A hypothesis strategy of PermuteCase: a dtype of `size` bytes, a view of kind `view`, at
+    most `budget` elements. Everything is drawn from hypothesis, so a failing case shrinks to a
+    minimal one: rank, sizes (towards 1), dtype, dims, and each part of the layout."""
+    kinds = VIEWS[view]
+
+    @st.composite
+    def cases(draw):
+        rank = draw(st.integers(1, 6))
+        shape = []
+        for _ in range(rank):
+            room = budget // max(1, math.prod(shape))
+            shape.append(min(draw(st.sampled_from(SIZES) | st.integers(1, 300)), room))
+        shape = tuple(shape[i] for i in draw(st.permutations(range(rank))))
+        dtype = draw(st.sampled_from(DTYPES_BY_SIZE[size]))
+        perm = draw(st.permutations(range(rank)))
+        negative = draw(st.lists(st.booleans(), min_size=rank, max_size=rank))
+        dims = tuple(d - rank if neg else d for d, neg in zip(perm, negative))
+
+        dim = st.sampled_from(range(rank))
+        expanded = ()
+        if kinds.get("expand"):
+            candidates = [d for d in range(rank) if shape[d] > 1] or list(range(rank))
+            expanded = tuple(sorted(draw(st.sets(st.sampled_from(candidates), min_size=1,
+                                                 max_size=min(2, len(candidates))))))
+        steps = [1] * rank
+        if kinds.get("step"):
+            for d in sorted(draw(st.sets(dim, min_size=1, max_size=2))):
+                steps[d] = draw(st.sampled_from((2, 3)))
+        pads, starts, lead = [0] * rank, [0] * rank, 0
+        if kinds.get("offset"):
+            for d in sorted(draw(st.sets(dim, min_size=1, max_size=2))):
+                pads[d] = draw(st.integers(1, 3))
+                starts[d] = draw(st.integers(0, pads[d]))
+            lead = draw(st.integers(1, 5))
+        order = ()
+        if kinds.get("permuted") and rank > 1:
+            order = tuple(draw(st.permutations(range(rank)).filter(lambda o: o != sorted(o))))
+        seed = draw(st.integers(0, 2**31 - 1))
+        return PermuteCase(shape, dtype, dims, ViewSpec(tuple(steps), tuple(pads), tuple(starts),
+                                                        expanded, order, lead, seed))
+
+    return cases()
+
+
+@pytest.mark.parametrize("impl", IMPLS, ids=lambda impl: impl.name)
+@pytest.mark.parametrize("size", ELEMENT_SIZES, ids=lambda size: f"{size}byte")
+@pytest.mark.parametrize("view", list(VIEWS))
+@pytest.mark.parametrize("device", DEVICES)
+def test_permute_properties(device, view, size, impl):
+    """Hypothesis cases, deterministic (a fixed seed per view kind and element size) and bounded
+    (HYPOTHESIS_EXAMPLES): on a failure, hypothesis prints the minimal PermuteCase it shrank to."""
+    if hypothesis is None:
+        pytest.skip("needs hypothesis (pip install hypothesis)")
+    examples = []
+
+    @hypothesis.seed(zlib.crc32(f"permute-{view}-{size}".encode()))
+    @hypothesis.settings(max_examples=HYPOTHESIS_EXAMPLES[device], derandomize=True,
+                         deadline=None, database=None, print_blob=False,
+                         suppress_health_check=[hypothesis.HealthCheck.too_slow])
+    @hypothesis.given(case=permute_cases(view, size, HYPOTHESIS_BUDGET[device]))
+    def run(case):
+        x = make_view(case.shape, case.dtype, device, case.view)
+        assert x.element_size() == size
+        check_permute(impl, x, case.dims)
+        examples.append(case)
+
+    run()
+    assert len(examples) >= HYPOTHESIS_EXAMPLES[device] // 2, "hypothesis ran too few cases"
 
 
 # ----------------------------------------------------------------------------------------------
