@@ -2,8 +2,8 @@
 poisoned outputs, the bit-exact comparison, and calling any op by name.
 
 The test files, one concern each:
-  test_registration.py     the op list, Python functions vs C++ registrations, fake (meta)
-                           kernels
+  test_registration.py     the op list, schemas, Python functions vs C++ registrations, fake
+                           (meta) kernels
   test_ladder.py           the seed variants and `copy` (and `transpose` on its last two dims):
                            dtype x shape, strided views, vector widths, every torch dtype, fuzz
   test_permute.py          `permute` and `transpose` over any dims: kernel routes, property
@@ -11,7 +11,7 @@ The test files, one concern each:
   test_out.py              transpose.out / permute.out: results, and every out= error
   test_autograd_compile.py gradients, gradcheck, opcheck, torch.compile fullgraph (static,
                            dynamic, out=)
-  test_gpu_runtime.py      the current stream, CUDA graphs, two streams
+  test_gpu_runtime.py      the current stream, CUDA graphs, two streams, the device guard
   test_banks.py            shared-memory bank maps of the seed variants (no GPU needed)
 
 Every result is compared bit-exactly (assert_bits_equal) against `reference`, on fresh random

@@ -1,6 +1,6 @@
 """The ops in a CUDA program: ordered on the current stream, captured in and replayed from CUDA
-graphs, and from two threads on two streams at once. GPU only: every test here skips without CUDA
-kernels."""
+graphs, from two threads on two streams at once, and on a tensor of another device than the
+current one (the device guard). GPU only: every test here skips without CUDA kernels."""
 
 import threading
 
@@ -99,3 +99,25 @@ def test_two_threads_on_two_streams():
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_device_guard(case):
+    """An input on cuda:1 while cuda:0 is current: the kernel runs on cuda:1 (on its current
+    stream), the result lives there, and cuda:0 stays current."""
+    name, dims = case
+    skip_if_unsupported(name)
+    with torch.cuda.device(1):
+        x = sample(case, (3, 64, 48), torch.float32)
+    with torch.cuda.device(0):
+        out = call(name, x, dims)
+        if name in ("permute", "transpose"):
+            out2 = torch.empty_like(out)
+            assert call(name, x, dims, out=out2) is out2
+        assert torch.cuda.current_device() == 0
+    torch.cuda.synchronize(1)
+    assert out.device == x.device == torch.device("cuda", 1)
+    assert_bits_equal(out, expected(name, x, dims))
+    if name in ("permute", "transpose"):
+        assert_bits_equal(out2, expected(name, x, dims))

@@ -1,5 +1,7 @@
-"""The ops as torch.library has them: the op list, the Python functions against the C++
-registrations, and the fake (meta) kernels' shapes."""
+"""The ops as torch.library has them: the op list, each schema, the Python functions against the
+C++ registrations, and the fake (meta) kernels' shapes."""
+
+import inspect
 
 import pytest
 import torch
@@ -16,6 +18,52 @@ def test_python_names_match_cpp_registrations():
     assert set(cute_transpose.VARIANTS) < set(cute_transpose.OPS)
     for name in cute_transpose.OPS:
         assert callable(getattr(cute_transpose, name))
+
+
+# The schema of every overload. The out= forms name their input `src` (see csrc/ops.cpp).
+SCHEMAS = {
+    **{f"{name}.default": f"cute_transpose::{name}(Tensor x) -> Tensor"
+       for name in cute_transpose.VARIANTS + ("copy",)},
+    "transpose.default": "cute_transpose::transpose(Tensor x, int dim0=-2, int dim1=-1) -> Tensor",
+    "transpose.out": "cute_transpose::transpose.out(Tensor src, int dim0=-2, int dim1=-1, *, "
+                     "Tensor(a!) out) -> Tensor(a!)",
+    "permute.default": "cute_transpose::permute(Tensor x, int[] dims) -> Tensor",
+    "permute.out": "cute_transpose::permute.out(Tensor src, int[] dims, *, Tensor(a!) out) "
+                   "-> Tensor(a!)",
+}
+
+
+@pytest.mark.parametrize("overload", list(SCHEMAS))
+def test_schema(overload):
+    name, overload_name = overload.split(".")
+    packet = getattr(torch.ops.cute_transpose, name)
+    assert str(getattr(packet, overload_name)._schema) == SCHEMAS[overload]
+    # torch.Tag.out (where this torch has it) marks the out= forms, and only them.
+    if hasattr(torch.Tag, "out"):
+        assert (torch.Tag.out in getattr(packet, overload_name).tags) == (overload_name == "out")
+
+
+def test_every_overload_has_a_schema_here():
+    overloads = {f"{name}.{o}" for name in cute_transpose.OPS
+                 for o in getattr(torch.ops.cute_transpose, name).overloads()}
+    assert overloads == set(SCHEMAS)
+
+
+@pytest.mark.parametrize("name", cute_transpose.OPS)
+def test_python_signature_matches_the_schema(name):
+    """The Python function takes the schema's arguments, by name and with its defaults (plus a
+    keyword-only out=None where an out= overload exists)."""
+    schema = op(name)._schema
+    params = dict(inspect.signature(getattr(cute_transpose, name)).parameters)
+    if hasattr(getattr(torch.ops.cute_transpose, name), "out"):
+        out = params.pop("out")
+        assert out.kind is inspect.Parameter.KEYWORD_ONLY and out.default is None
+    assert list(params) == [a.name for a in schema.arguments]
+    for arg in schema.arguments:
+        default = params[arg.name].default
+        assert (default is inspect.Parameter.empty) == (not arg.has_default_value())
+        if arg.has_default_value():
+            assert default == arg.default_value
 
 
 # ----------------------------------------------------------------------------------------------
