@@ -6,11 +6,12 @@ import torch
 
 import cute_transpose
 from cute_transpose import banks
+from conftest import REPRESENTATIVE
 
 pytestmark = pytest.mark.skipif(not cute_transpose.has_cuda_kernels(),
                                 reason="the access maps are compiled with the CUDA kernels")
 
-SIZES = {1: torch.uint8, 2: torch.bfloat16, 4: torch.float32, 8: torch.float64, 16: torch.complex128}
+SIZES = REPRESENTATIVE  # element size -> a dtype of that size
 
 
 def worst(variant, size, phase):

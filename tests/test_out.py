@@ -1,0 +1,121 @@
+"""The out= overloads, transpose.out and permute.out: results written into a poisoned `out` (and
+nothing around it), and every out= error: shape, dtype, contiguity, overlap, device, autograd.
+CPU always; CUDA where a GPU is present."""
+
+import pytest
+import torch
+
+from conftest import (DEVICES, ONE_PER_SIZE, assert_bits_equal, call, dtype_id, expected,
+                      needs_cuda, poisoned, random_tensor)
+
+# name -> (op, input shape, dims)
+OUT_CASES = {
+    "permute_rank3": ("permute", (17, 33, 5), (2, 0, 1)),
+    "permute_rank5": ("permute", (2, 3, 4, 5, 6), (4, 2, 0, 3, 1)),
+    "permute_rank0": ("permute", (), ()),
+    "permute_empty": ("permute", (3, 0, 5), (2, 0, 1)),
+    "transpose_last2": ("transpose", (3, 33, 65), (-2, -1)),
+    "transpose_outer": ("transpose", (3, 33, 65), (0, 2)),
+    "transpose_same": ("transpose", (4, 5), (1, 1)),
+}
+
+
+@pytest.mark.parametrize("dtype", ONE_PER_SIZE, ids=dtype_id)
+@pytest.mark.parametrize("case", list(OUT_CASES))
+@pytest.mark.parametrize("device", DEVICES)
+def test_out(device, case, dtype):
+    kind, shape, dims = OUT_CASES[case]
+    x = random_tensor(shape, dtype, device)
+    ref = expected(kind, x, dims)
+    # Through the Python wrapper, into a poisoned out.
+    out = poisoned(ref.shape, dtype, device)
+    ptr = out.data_ptr()
+    assert call(kind, x, dims, out=out) is out
+    assert out.data_ptr() == ptr
+    assert_bits_equal(out, ref)
+    # Through torch.ops, into a contiguous out that starts inside a bigger buffer.
+    buf = poisoned((ref.numel() + 6,), dtype, device)
+    out = buf[3:3 + ref.numel()].view(ref.shape)
+    if kind == "permute":
+        res = torch.ops.cute_transpose.permute.out(x, list(dims), out=out)
+    else:
+        res = torch.ops.cute_transpose.transpose.out(x, *dims, out=out)
+    assert res is out
+    assert_bits_equal(out, ref)
+    untouched = poisoned((3,), dtype, device)
+    assert_bits_equal(buf[:3], untouched)  # nothing written before out
+    assert_bits_equal(buf[-3:], untouched)  # nor after it
+
+
+@pytest.mark.parametrize("kind", ["permute", "transpose"])
+@pytest.mark.parametrize("device", DEVICES)
+def test_out_sharing_storage_without_overlap(device, kind):
+    """x and out in one storage, in disjoint ranges: not an overlap."""
+    buf = random_tensor((2 * 60,), torch.float32, device)
+    x, out = buf[:60].view(3, 4, 5), buf[60:].view(5, 3, 4)
+    dims = (2, 0, 1) if kind == "permute" else (0, 2)
+    if kind == "transpose":
+        out = buf[60:].view(5, 4, 3)
+    ref = expected(kind, x, dims)
+    assert call(kind, x, dims, out=out) is out
+    assert_bits_equal(out, ref)
+
+
+def error_match(kind, word):
+    return rf"(?s)^cute_transpose\.{kind}:.*{word}"
+
+
+def out_error_cases(kind, device):
+    """(name, x, dims, out, word): out= calls that must fail with a message containing `word`."""
+    dims = (2, 0, 1) if kind == "permute" else (0, 2)
+    x = random_tensor((2, 3, 4), torch.float32, device)
+    good = expected(kind, x, dims).shape  # (4, 2, 3) or (4, 3, 2)
+    buf = random_tensor((60,), torch.float32, device)
+    xs = buf[:24].view(2, 3, 4)
+    return [
+        ("shape_of_input", x, dims, torch.empty(2, 3, 4, device=device), "shape"),
+        ("shape_same_numel", x, dims, torch.empty(24, device=device), "shape"),
+        ("shape_bigger", x, dims, torch.empty(*good[:-1], good[-1] + 1, device=device), "shape"),
+        ("dtype_same_size", x, dims, torch.empty(good, dtype=torch.int32, device=device), "dtype"),
+        ("dtype_other_size", x, dims, torch.empty(good, dtype=torch.float64, device=device), "dtype"),
+        ("noncontiguous_permuted", x, dims,
+         torch.empty(good[::-1], device=device).permute(2, 1, 0), "contiguous"),
+        ("noncontiguous_stepped", x, dims,
+         torch.empty(*good[:-1], 2 * good[-1], device=device)[..., ::2], "contiguous"),
+        ("overlap_same_tensor", xs, (0, 1, 2) if kind == "permute" else (1, 1), xs, "overlap"),
+        ("overlap_partial", xs, dims, buf[12:36].view(good), "overlap"),
+    ]
+
+
+OUT_ERRORS = [c[0] for c in out_error_cases("permute", "cpu")]
+
+
+@pytest.mark.parametrize("error", OUT_ERRORS)
+@pytest.mark.parametrize("kind", ["permute", "transpose"])
+@pytest.mark.parametrize("device", DEVICES)
+def test_out_errors(device, kind, error):
+    name, x, dims, out, word = next(c for c in out_error_cases(kind, device) if c[0] == error)
+    with pytest.raises(RuntimeError, match=error_match(kind, word)):
+        call(kind, x, dims, out=out)
+
+
+@needs_cuda
+@pytest.mark.parametrize("x_device, out_device", [("cpu", "cuda"), ("cuda", "cpu")])
+@pytest.mark.parametrize("kind", ["permute", "transpose"])
+def test_out_on_the_wrong_device(kind, x_device, out_device):
+    dims = (2, 0, 1) if kind == "permute" else (0, 2)
+    x = random_tensor((2, 3, 4), torch.float32, x_device)
+    out = torch.empty(expected(kind, x, dims).shape, device=out_device)
+    with pytest.raises(RuntimeError, match=error_match(kind, "device")):
+        call(kind, x, dims, out=out)
+
+
+@pytest.mark.parametrize("kind", ["permute", "transpose"])
+@pytest.mark.parametrize("device", DEVICES)
+def test_out_with_requires_grad_raises(device, kind):
+    dims = (2, 0, 1) if kind == "permute" else (0, 1)
+    x = torch.randn(2, 3, 4, device=device, requires_grad=True)
+    out = torch.empty(expected(kind, x, dims).shape, device=device)
+    with pytest.raises(RuntimeError, match="autograd"):
+        call(kind, x, dims, out=out)
+
