@@ -12,14 +12,9 @@ import torch
 
 import box_model
 import cute_transpose
-from conftest import HAS_CUDA, assert_bits_equal, random_tensor
+from conftest import ONE_PER_SIZE, assert_bits_equal, dtype_id, needs_cuda, random_tensor
 
 KERNELS = cute_transpose.KERNELS
-ELEMENT_DTYPES = [torch.uint8, torch.bfloat16, torch.float32, torch.float64, torch.complex128]
-
-
-def dtype_id(dtype):
-    return str(dtype).removeprefix("torch.")
 
 
 def reference(x, dims):
@@ -78,8 +73,8 @@ def case_id(case):
     return f"{'x'.join(map(str, shape))}-{''.join(map(str, dims))}-{view}"
 
 
-@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU (or CPU-only build)")
-@pytest.mark.parametrize("dtype", ELEMENT_DTYPES, ids=dtype_id)
+@needs_cuda
+@pytest.mark.parametrize("dtype", ONE_PER_SIZE, ids=dtype_id)
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_each_kernel_on_its_cases(case, dtype):
     shape, dims, view, must_run = case
@@ -104,7 +99,7 @@ def test_each_kernel_on_its_cases(case, dtype):
     assert expected <= ran, f"{expected - ran} did not run"
 
 
-@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU (or CPU-only build)")
+@needs_cuda
 def test_unknown_kernel_is_a_clear_error():
     with pytest.raises(RuntimeError, match="unknown kernel 'nope'"):
         torch.ops.cute_transpose._permute_with(torch.zeros(4, 4, device="cuda"), [1, 0], "nope")
@@ -166,7 +161,7 @@ def test_explain_is_json_from_the_op():
     assert json.loads(text)["arch"] == 90
 
 
-@pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU (or CPU-only build)")
+@needs_cuda
 def test_explain_on_cuda_names_the_kernel_permute_runs():
     x = torch.empty(16, 3, 64, 64, dtype=torch.uint8, device="cuda")
     info = cute_transpose.explain(x, (0, 2, 3, 1))

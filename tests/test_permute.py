@@ -40,6 +40,7 @@ class PermuteImpl:
     name: str
     fn: Callable
     out: Optional[Callable] = None
+    cuda_only: bool = False
 
 
 PERMUTE = PermuteImpl(
@@ -47,9 +48,29 @@ PERMUTE = PermuteImpl(
     lambda x, dims: torch.ops.cute_transpose.permute(x, list(dims)),
     lambda x, dims, out: torch.ops.cute_transpose.permute.out(x, list(dims), out=out))
 
-# The implementations the property tests run, each on the same cases. (One that forces a single
-# kernel of `permute` belongs here too: it should give the same bits on every case it accepts.)
-IMPLS = [PERMUTE]
+
+
+def forced(kernel):
+    """One kernel of the chooser, named (torch.ops.cute_transpose._permute_with); where it
+    cannot run a case, `permute`'s own choice runs instead."""
+    def fn(x, dims):
+        try:
+            return torch.ops.cute_transpose._permute_with(x, list(dims), kernel)
+        except RuntimeError as e:
+            if "cannot run" not in str(e):
+                raise
+            return torch.ops.cute_transpose.permute(x, list(dims))
+    return PermuteImpl(f"kernel-{kernel}", fn, cuda_only=True)
+
+
+# The implementations the property tests run, each on the same cases: `permute`, and on CUDA
+# each kernel it chooses among, forced by name.
+IMPLS = [PERMUTE, *(forced(k) for k in cute_transpose.KERNELS if k != "aten")]
+
+
+def skip_cpu_only_impl(impl, device):
+    if impl.cuda_only and device == "cpu":
+        pytest.skip("a CUDA kernel: on the CPU every op is ATen's copy")
 
 
 def describe(x, dims=None):
@@ -204,6 +225,7 @@ def random_dims(rng, rank):
 @pytest.mark.parametrize("device", DEVICES)
 def test_random_permutes(device, view, batch, impl):
     """Seeded cases (random.Random): the same on every run, more and bigger on the GPU."""
+    skip_cpu_only_impl(impl, device)
     cases, budget = SEEDED_CASES[device], BUDGET[device]
     rng = random.Random(f"permute-{view}-{batch}")
     for i in range(cases):
@@ -280,6 +302,7 @@ def test_permute_properties(device, view, size, impl):
     (HYPOTHESIS_EXAMPLES): on a failure, hypothesis prints the minimal PermuteCase it shrank to."""
     if hypothesis is None:
         pytest.skip("needs hypothesis (pip install hypothesis)")
+    skip_cpu_only_impl(impl, device)
     examples = []
 
     @hypothesis.seed(zlib.crc32(f"permute-{view}-{size}".encode()))
