@@ -132,7 +132,7 @@ std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch, c10
   j << "\"route\": " << json_string(plan->copy_route() ? "copy" : "transpose") << ", \"kernel\": "
     << json_string(kernel_name(c.kernel)) << ", \"config\": " << json_string(c.config())
     << ", \"class\": " << json_string(c.key) << ", \"reason\": " << json_string(c.reason) << ", \"m\": " << plan->m
-    << ", \"n\": " << plan->n;
+    << ", \"n\": " << plan->n << ", \"element_size\": " << plan->element_size;
   if (c.box) j << ", \"box\": " << box_json(*c.box);
   j << ", \"dims\": [";
   for (int i = 0; i < plan->rank; ++i)

@@ -105,6 +105,26 @@ std::optional<Plan> plan_permute(at::Tensor const& x, at::IntArrayRef perm, at::
 
   dims = simplify(all);
   if (dims.empty()) dims.push_back({1, 1, 1});  // a single element
+  // Widening: on the copy route a short innermost dim whose rows are 2, 4, 8 or 16 bytes, and
+  // which every other stride steps over whole, moves as one wider element -- (A, B, 4) uint8
+  // -> (B, A, 4) is a transpose of 4-byte elements. Repeats while it applies.
+  while (dims.size() > 1) {
+    plan.rank = static_cast<int>(dims.size());
+    std::copy(dims.begin(), dims.end(), plan.dims);
+    plan.m = plan.rank - 1;
+    if (tightest_other(plan) >= 0) break;
+    Dim const row = dims.back();
+    int64_t const bytes = row.size * plan.element_size;
+    bool wide = row.in == 1 && bytes <= 16 && (bytes & (bytes - 1)) == 0 &&
+                reinterpret_cast<uintptr_t>(plan.src) % uint64_t(bytes) == 0 &&
+                reinterpret_cast<uintptr_t>(plan.dst) % uint64_t(bytes) == 0;
+    for (size_t i = 0; i + 1 < dims.size(); ++i) wide = wide && dims[i].in % row.size == 0 && dims[i].out % row.size == 0;
+    if (!wide) break;
+    dims.pop_back();
+    for (Dim& d : dims) d = {d.size, d.in / row.size, d.out / row.size};
+    dims = simplify(dims);
+    plan.element_size = static_cast<int>(bytes);
+  }
   if (dims.size() > size_t(kMaxDims)) return std::nullopt;
   plan.rank = static_cast<int>(dims.size());
   std::copy(dims.begin(), dims.end(), plan.dims);

@@ -13,7 +13,8 @@ namespace cute_transpose {
 
 // x.permute(perm) written into a contiguous `out`, as dims listed in the output's order
 // (outermost first, so dims[rank - 1] is the output's innermost dim). Size-1 dims are dropped and
-// neighbours whose strides chain in both tensors are merged, the way x.view would.
+// neighbours whose strides chain in both tensors are merged, the way x.view would; a short
+// innermost dim that stays innermost may become part of a wider element (element_size).
 //
 //   m  the output's innermost dim (rank - 1);
 //   n  the input's tightest other dim (smallest nonzero input stride), or -1 when m itself is

@@ -7,26 +7,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG_DIR=${OUT:-/tmp}/gpu_check
 mkdir -p "$LOG_DIR"
-export TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-9.0a}   # just this GPU: a faster build
-export MAX_JOBS=${MAX_JOBS:-16}
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
-# setuptools compiles C++ with $CXX, or else the compiler Python was built with. On the GPU
-# test machine both point at /opt/gcc/bin/g++, and a TORCH_CHECK thrown from code it compiled
-# crashes the process (a segfault while unwinding) instead of raising. The system g++ on PATH
-# works: use it unless CUTE_TRANSPOSE_CXX names another. A probe below checks the result.
-export CXX=${CUTE_TRANSPOSE_CXX:-$(command -v g++)}
-export CC=${CUTE_TRANSPOSE_CC:-$(command -v gcc)}
 
 gpu=$(python3 -c "import torch; print(torch.cuda.get_device_name(), 'sm_%d%d' % torch.cuda.get_device_capability(), 'torch', torch.__version__)")
 echo "== GPU: $gpu"
 
-start=$(date +%s)
-if ! python3 setup.py build_ext --inplace > "$LOG_DIR/build.log" 2>&1; then
-  tail -n 40 "$LOG_DIR/build.log"
-  echo "== GPU CHECK FAILED: build failed (log: $LOG_DIR/build.log)"
-  exit 1
-fi
-build_s=$(( $(date +%s) - start ))
+build=$(BUILD_LOG="$LOG_DIR/build.log" bash scripts/build_inplace.sh)
+echo "$build"
+case "$build" in *FAILED*) echo "== GPU CHECK FAILED: build failed (log: $LOG_DIR/build.log)"; exit 1;; esac
 
 # Probe: an error inside the extension must reach Python as an exception.
 if ! python3 -c "
@@ -39,7 +27,7 @@ else:
     raise SystemExit('no error raised')
 " > "$LOG_DIR/probe.log" 2>&1; then
   tail -n 5 "$LOG_DIR/probe.log"
-  echo "== GPU CHECK FAILED: errors raised in the extension crash this process (CXX=$CXX);"
+  echo "== GPU CHECK FAILED: errors raised in the extension crash this process (CXX=${CUTE_TRANSPOSE_CXX:-$(command -v g++)});"
   echo "   rebuild with another compiler: CUTE_TRANSPOSE_CXX=/path/to/g++ bash scripts/gpu_check.sh"
   exit 1
 fi
@@ -56,7 +44,7 @@ test_s=$(( $(date +%s) - start ))
 echo
 echo "== GPU CHECK SUMMARY"
 echo "GPU:    $gpu"
-echo "build:  ok in ${build_s}s (TORCH_CUDA_ARCH_LIST=$TORCH_CUDA_ARCH_LIST, CXX=$CXX)"
+echo "$build" | tail -n 1
 echo "tests:  $(tail -n 1 "$LOG_DIR/pytest.log") in ${test_s}s"
 [ "$status" -eq 0 ] && echo "== GPU CHECK PASSED" || echo "== GPU CHECK FAILED (pytest exit $status)"
 exit "$status"

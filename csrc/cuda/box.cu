@@ -16,7 +16,9 @@ BoxSide make_side(BoxPlan const& b, int const* order, int64_t const* global, int
     s.smem[d] = int(b.smem[k]);
     s.global[d] = global[k];
   }
-  s.simple = b.tile[order[0]] % vector == 0;
+  // A vector that does not fit whole in the innermost dim wraps it, and the wrap may carry on
+  // into any dim of the side's contiguous run (the chooser kept vectors inside that run).
+  s.carries = b.tile[order[0]] % vector == 0 ? 0 : b.rank - 1;
   return s;
 }
 

@@ -26,7 +26,7 @@ constexpr int kBoxLoadsInFlight = 4;  // phase 1: vectors each thread loads befo
 // One side's view of the box: its dims in that side's memory order, innermost first.
 struct BoxSide {
   int rank = 0;
-  bool simple = false;                   // a vector never leaves the innermost dim
+  int carries = 0;                       // dims past the innermost that a vector may step into
   cutlass::FastDivmod extent[BoxPlan::kMaxBox];
   int tile[BoxPlan::kMaxBox] = {};       // the extents again, for the odometer
   int box_dim[BoxPlan::kMaxBox] = {};    // which box dim each is (for the limits)
@@ -77,6 +77,23 @@ CUTE_DEVICE BoxAt locate_box(BoxParams const& p, int64_t t) {
   return b;
 }
 
+// The box's limits in a side's order (once per box).
+struct SideLimits {
+  int limit[BoxPlan::kMaxBox];
+};
+
+CUTE_DEVICE SideLimits side_limits(BoxSide const& s, BoxAt const& box) {
+  SideLimits l;
+  CUTE_UNROLL
+  for (int d = 0; d < BoxPlan::kMaxBox; ++d) {
+    l.limit[d] = 0;
+    CUTE_UNROLL
+    for (int j = 0; j < BoxPlan::kMaxBox; ++j)
+      if (j == s.box_dim[d]) l.limit[d] = box.limit[j];
+  }
+  return l;
+}
+
 // Linear index `index` of a side's walk -> its coordinates, global and shared offsets, and
 // whether it lies inside the box's limits.
 struct SidePos {
@@ -86,7 +103,7 @@ struct SidePos {
   bool inside = true;
 };
 
-CUTE_DEVICE SidePos side_position(BoxSide const& s, BoxAt const& box, int index) {
+CUTE_DEVICE SidePos side_position(BoxSide const& s, SideLimits const& l, int index) {
   SidePos pos;
   CUTE_UNROLL
   for (int d = 0; d < BoxPlan::kMaxBox; ++d) {
@@ -98,24 +115,21 @@ CUTE_DEVICE SidePos side_position(BoxSide const& s, BoxAt const& box, int index)
       index = q;
       pos.global += int64_t(r) * s.global[d];
       pos.smem += r * s.smem[d];
-      int limit = 0;
-      CUTE_UNROLL
-      for (int j = 0; j < BoxPlan::kMaxBox; ++j)
-        if (j == s.box_dim[d]) limit = box.limit[j];
-      pos.inside = pos.inside && r < limit;
+      pos.inside = pos.inside && r < l.limit[d];
     }
   }
   return pos;
 }
 
-// Advances pos to the next element of the side's walk (shared offset only).
+// Advances pos to the next element of the side's walk (shared offset only). A vector carries
+// into at most s.carries further dims (none when it stays inside the innermost one).
 CUTE_DEVICE void step(BoxSide const& s, SidePos& pos) {
   pos.smem += s.smem[0];
-  if (s.simple) return;  // the vector stays inside dim 0
+  if (s.carries == 0) return;
   ++pos.c[0];
   CUTE_UNROLL
   for (int d = 0; d + 1 < BoxPlan::kMaxBox; ++d) {
-    if (d + 1 < s.rank && pos.c[d] == s.tile[d]) {
+    if (d < s.carries && pos.c[d] == s.tile[d]) {
       pos.c[d] = 0;
       pos.smem += s.smem[d + 1] - s.tile[d] * s.smem[d];
       ++pos.c[d + 1];
@@ -135,6 +149,7 @@ __global__ void __launch_bounds__(kBoxThreads) box_transpose(BoxParams const p) 
 
   for (int64_t t = blockIdx.x; t < p.boxes; t += gridDim.x) {
     BoxAt const box = locate_box(p, t);
+    SideLimits const in_limits = side_limits(p.in, box), out_limits = side_limits(p.out, box);
     //
     // 1. global -> shared, vectors along the input's memory order
     //
@@ -144,7 +159,7 @@ __global__ void __launch_bounds__(kBoxThreads) box_transpose(BoxParams const p) 
       CUTE_UNROLL
       for (int u = 0; u < kBoxLoadsInFlight; ++u) {
         int const v = v0 + u * kBoxThreads;
-        SidePos const pos = side_position(p.in, box, v * VI);
+        SidePos const pos = side_position(p.in, in_limits, v * VI);
         at[u] = v < vectors_in && pos.inside ? pos.smem : -1;
         if (at[u] >= 0) reg[u] = *reinterpret_cast<VecIn const*>(src + box.at.in + pos.global);
       }
@@ -170,7 +185,7 @@ __global__ void __launch_bounds__(kBoxThreads) box_transpose(BoxParams const p) 
     // 2. shared -> global, vectors along the output's memory order
     //
     for (int v = threadIdx.x; v < vectors_out; v += kBoxThreads) {
-      SidePos pos = side_position(p.out, box, v * VO);
+      SidePos pos = side_position(p.out, out_limits, v * VO);
       if (!pos.inside) continue;
       int64_t const global = pos.global;
       T elems[VO];
