@@ -21,7 +21,7 @@
 namespace cute_transpose {
 
 constexpr int kBoxThreads = 256;
-constexpr int kBoxLoadsInFlight = 4;  // phase 1: vectors each thread loads before it stores any
+constexpr int kBoxLoadsInFlight = 2;  // slow path, phase 1: vectors a thread loads before it stores any
 
 // One side's view of the box: its dims in that side's memory order, innermost first.
 struct BoxSide {
@@ -52,6 +52,7 @@ struct BoxParams {
 struct BoxAt {
   Offsets at;
   int limit[BoxPlan::kMaxBox];
+  bool whole = true;  // no dim is cut short
 };
 
 CUTE_DEVICE BoxAt locate_box(BoxParams const& p, int64_t t) {
@@ -71,6 +72,7 @@ CUTE_DEVICE BoxAt locate_box(BoxParams const& p, int64_t t) {
         CUTE_UNROLL
         for (int j = 0; j < BoxPlan::kMaxBox; ++j)
           if (j == d) b.limit[j] = int(cute::min(p.tile[j], p.size[j] - int64_t(i) * p.tile[j]));
+        b.whole = b.whole && (int64_t(i) + 1) * p.tile[d] <= p.size[d];
       }
     }
   }
@@ -81,6 +83,13 @@ CUTE_DEVICE BoxAt locate_box(BoxParams const& p, int64_t t) {
 struct SideLimits {
   int limit[BoxPlan::kMaxBox];
 };
+
+CUTE_DEVICE SideLimits whole_limits(BoxSide const& s) {
+  SideLimits l;
+  CUTE_UNROLL
+  for (int d = 0; d < BoxPlan::kMaxBox; ++d) l.limit[d] = s.tile[d];
+  return l;
+}
 
 CUTE_DEVICE SideLimits side_limits(BoxSide const& s, BoxAt const& box) {
   SideLimits l;
@@ -137,8 +146,41 @@ CUTE_DEVICE void step(BoxSide const& s, SidePos& pos) {
   }
 }
 
+// Drops a vector of the input into shared memory at element offset `at`: its elements are
+// consecutive there (the input's contiguous run has no pad).
+template <class T, class Vec>
+CUTE_DEVICE void put(T* smem, int at, Vec const& v) {
+  if constexpr (sizeof(Vec) >= 4) {
+    uint32_t const* words = reinterpret_cast<uint32_t const*>(&v);
+    uint32_t* s = reinterpret_cast<uint32_t*>(smem + at);
+    CUTE_UNROLL
+    for (int w = 0; w < int(sizeof(Vec)) / 4; ++w) s[w] = words[w];
+  } else {
+    T const* elems = reinterpret_cast<T const*>(&v);
+    CUTE_UNROLL
+    for (int k = 0; k < int(sizeof(Vec) / sizeof(T)); ++k) smem[at + k] = elems[k];
+  }
+}
+
+// Gathers the output vector that starts at `pos` from shared memory.
+template <class T, int VO, class Vec>
+CUTE_DEVICE Vec gather(T const* smem, BoxSide const& out, SidePos pos) {
+  T elems[VO];
+  CUTE_UNROLL
+  for (int k = 0; k < VO; ++k) {
+    elems[k] = smem[pos.smem];
+    if (k + 1 < VO) step(out, pos);
+  }
+  Vec v;
+  memcpy(&v, elems, sizeof(v));
+  return v;
+}
+
+// Vectors per thread and side whose positions a block keeps across boxes (the fast path).
+constexpr int kBoxKept = 4;
+
 template <class T, int VI, int VO>
-__global__ void __launch_bounds__(kBoxThreads) box_transpose(BoxParams const p) {
+__global__ void __launch_bounds__(kBoxThreads, 3) box_transpose(BoxParams const p) {
   using VecIn = VecOf<VI * int(sizeof(T))>;
   using VecOut = VecOf<VO * int(sizeof(T))>;
   extern __shared__ __align__(16) unsigned char smem_bytes[];
@@ -147,8 +189,49 @@ __global__ void __launch_bounds__(kBoxThreads) box_transpose(BoxParams const p) 
   T* dst = static_cast<T*>(p.dst);
   int const vectors_in = p.volume / VI, vectors_out = p.volume / VO;
 
+  // Fast path: a vector's place inside a box is the same in every box, so where every thread
+  // has at most kBoxKept vectors a side and output vectors stay in their innermost dim, the
+  // block works out its positions once and reuses them for every box that no edge cuts short.
+  bool const keep = vectors_in <= kBoxThreads * kBoxKept && vectors_out <= kBoxThreads * kBoxKept && p.out.carries == 0;
+  int64_t in_global[kBoxKept], out_global[kBoxKept];
+  int in_smem[kBoxKept], out_smem[kBoxKept];
+  if (keep) {
+    SideLimits const in_whole = whole_limits(p.in), out_whole = whole_limits(p.out);
+    CUTE_UNROLL
+    for (int u = 0; u < kBoxKept; ++u) {
+      SidePos const in = side_position(p.in, in_whole, (threadIdx.x + u * kBoxThreads) * VI);
+      SidePos const out = side_position(p.out, out_whole, (threadIdx.x + u * kBoxThreads) * VO);
+      in_global[u] = in.global;
+      in_smem[u] = in.smem;
+      out_global[u] = out.global;
+      out_smem[u] = out.smem;
+    }
+  }
+
   for (int64_t t = blockIdx.x; t < p.boxes; t += gridDim.x) {
     BoxAt const box = locate_box(p, t);
+    if (keep && box.whole) {
+      VecIn reg[kBoxKept];
+      CUTE_UNROLL
+      for (int u = 0; u < kBoxKept; ++u)
+        if (threadIdx.x + u * kBoxThreads < vectors_in)
+          reg[u] = *reinterpret_cast<VecIn const*>(src + box.at.in + in_global[u]);
+      CUTE_UNROLL
+      for (int u = 0; u < kBoxKept; ++u)
+        if (threadIdx.x + u * kBoxThreads < vectors_in) put(smem, in_smem[u], reg[u]);
+      __syncthreads();
+      CUTE_UNROLL
+      for (int u = 0; u < kBoxKept; ++u) {
+        if (threadIdx.x + u * kBoxThreads < vectors_out) {
+          SidePos pos;
+          pos.smem = out_smem[u];
+          *reinterpret_cast<VecOut*>(dst + box.at.out + out_global[u]) = gather<T, VO, VecOut>(smem, p.out, pos);
+        }
+      }
+      __syncthreads();  // the next box reuses shared memory
+      continue;
+    }
+
     SideLimits const in_limits = side_limits(p.in, box), out_limits = side_limits(p.out, box);
     //
     // 1. global -> shared, vectors along the input's memory order
@@ -164,20 +247,8 @@ __global__ void __launch_bounds__(kBoxThreads) box_transpose(BoxParams const p) 
         if (at[u] >= 0) reg[u] = *reinterpret_cast<VecIn const*>(src + box.at.in + pos.global);
       }
       CUTE_UNROLL
-      for (int u = 0; u < kBoxLoadsInFlight; ++u) {
-        if (at[u] < 0) continue;
-        // The vector's elements are consecutive in shared memory (the input's run has no pad).
-        if constexpr (sizeof(VecIn) >= 4) {
-          uint32_t const* words = reinterpret_cast<uint32_t const*>(&reg[u]);
-          uint32_t* s = reinterpret_cast<uint32_t*>(smem + at[u]);
-          CUTE_UNROLL
-          for (int w = 0; w < int(sizeof(VecIn)) / 4; ++w) s[w] = words[w];
-        } else {
-          T const* elems = reinterpret_cast<T const*>(&reg[u]);
-          CUTE_UNROLL
-          for (int k = 0; k < VI; ++k) smem[at[u] + k] = elems[k];
-        }
-      }
+      for (int u = 0; u < kBoxLoadsInFlight; ++u)
+        if (at[u] >= 0) put(smem, at[u], reg[u]);
     }
     __syncthreads();
 
@@ -185,18 +256,8 @@ __global__ void __launch_bounds__(kBoxThreads) box_transpose(BoxParams const p) 
     // 2. shared -> global, vectors along the output's memory order
     //
     for (int v = threadIdx.x; v < vectors_out; v += kBoxThreads) {
-      SidePos pos = side_position(p.out, out_limits, v * VO);
-      if (!pos.inside) continue;
-      int64_t const global = pos.global;
-      T elems[VO];
-      CUTE_UNROLL
-      for (int k = 0; k < VO; ++k) {
-        elems[k] = smem[pos.smem];
-        if (k + 1 < VO) step(p.out, pos);
-      }
-      VecOut out;
-      memcpy(&out, elems, sizeof(out));
-      *reinterpret_cast<VecOut*>(dst + box.at.out + global) = out;
+      SidePos const pos = side_position(p.out, out_limits, v * VO);
+      if (pos.inside) *reinterpret_cast<VecOut*>(dst + box.at.out + pos.global) = gather<T, VO, VecOut>(smem, p.out, pos);
     }
     __syncthreads();  // the next box reuses shared memory
   }
