@@ -66,8 +66,23 @@ def want_cuda() -> bool:
             and torch.version.cuda is not None)
 
 
+def sources() -> tuple[list[str], list[str]]:
+    """(always built, CUDA-only) sources, by rule rather than by name: csrc/cuda_*.cpp and
+    csrc/cuda/*.cu need CUDA; every other csrc/*.cpp is built always. Paths are relative to
+    this file, as setuptools wants them."""
+    def found(pattern: str) -> list[str]:
+        return sorted(glob.glob(pattern, root_dir=ROOT))
+
+    cuda_cpp = found("csrc/cuda_*.cpp")
+    always = [f for f in found("csrc/*.cpp") if f not in cuda_cpp]
+    if not always:
+        raise RuntimeError(f"cute_transpose: no C++ sources under {ROOT / 'csrc'} "
+                           "(an incomplete source tree or sdist?)")
+    return always, cuda_cpp + found("csrc/cuda/*.cu")
+
+
 def make_extension():
-    cpu_sources = ["csrc/ops.cpp", "csrc/problem.cpp", "csrc/cpu_transpose.cpp", "csrc/autograd.cpp"]
+    cpu_sources, cuda_only_sources = sources()
     cxx_flags = ["-O3"]
     if not want_cuda():
         warnings.warn("cute_transpose: no CUDA toolkit or CPU-only torch "
@@ -81,7 +96,7 @@ def make_extension():
     cute = find_cute_headers()
     print(f"cute_transpose: CuTe headers from {cute}; "
           f"TORCH_CUDA_ARCH_LIST={os.environ['TORCH_CUDA_ARCH_LIST']}")
-    cuda_sources = sorted(glob.glob("csrc/cuda/*.cu")) + ["csrc/cuda_ops.cpp"]
+    cuda_sources = cuda_only_sources
     nvcc_flags = ["-O3", "--expt-relaxed-constexpr", "-lineinfo"]
     return CUDAExtension("cute_transpose._C", cpu_sources + cuda_sources,
                          include_dirs=[str(ROOT / "csrc"), str(cute)],
