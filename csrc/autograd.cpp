@@ -6,6 +6,7 @@
 #include <torch/autograd.h>
 #include <torch/library.h>
 
+#include "checks.h"
 #include "variants.h"
 
 namespace cute_transpose {
@@ -13,6 +14,13 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::tensor_list;
+
+// torch.func's differentiating transforms (grad, vjp, jvp, jacrev, jacfwd, hessian) refuse C++
+// autograd::Functions. They hand these kernels their wrapped tensors (FuncTorchGradWrapper); for
+// those, the same values come from differentiable ATen ops, which every transform supports.
+// Eager calls pay one bit test of the input's key set.
+bool under_functorch(at::Tensor const& x) { return x.key_set().has(c10::DispatchKey::FuncTorchGradWrapper); }
+at::Tensor contiguous_copy(at::Tensor const& view) { return view.clone(at::MemoryFormat::Contiguous); }
 
 at::Tensor call_transpose(at::Tensor const& x, int64_t dim0, int64_t dim1) {
   static auto op = c10::Dispatcher::singleton()
@@ -52,7 +60,13 @@ struct AnyTwoDims : torch::autograd::Function<AnyTwoDims> {
         c10::Dispatcher::singleton().findSchemaOrThrow("cute_transpose::" #name, "").typed<at::Tensor(at::Tensor const&)>(); \
     return op.call(x);                                                                                  \
   }                                                                                                     \
-  at::Tensor name##_autograd(at::Tensor const& x) { return LastTwoDims<&call_##name, true>::apply(x); }
+  at::Tensor name##_autograd(at::Tensor const& x) {                                                   \
+    if (under_functorch(x)) {                                                                            \
+      check_matrix(x, #name);                                                                            \
+      return contiguous_copy(x.transpose(-2, -1));                                                      \
+    }                                                                                                   \
+    return LastTwoDims<&call_##name, true>::apply(x);                                                   \
+  }
 CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_REDISPATCH)
 #undef CUTE_TRANSPOSE_REDISPATCH
 
@@ -60,9 +74,16 @@ at::Tensor call_copy(at::Tensor const& x) {
   static auto op = c10::Dispatcher::singleton().findSchemaOrThrow("cute_transpose::copy", "").typed<at::Tensor(at::Tensor const&)>();
   return op.call(x);
 }
-at::Tensor copy_autograd(at::Tensor const& x) { return LastTwoDims<&call_copy, false>::apply(x); }
+at::Tensor copy_autograd(at::Tensor const& x) {
+  if (under_functorch(x)) {
+    check_matrix(x, "copy");
+    return contiguous_copy(x);
+  }
+  return LastTwoDims<&call_copy, false>::apply(x);
+}
 
 at::Tensor transpose_autograd(at::Tensor const& x, int64_t dim0, int64_t dim1) {
+  if (under_functorch(x)) return contiguous_copy(x.transpose(dim0, dim1));
   return AnyTwoDims::apply(x, dim0, dim1);
 }
 
@@ -94,6 +115,7 @@ at::Tensor permute_autograd(at::Tensor const& x, at::IntArrayRef dims) {
     at::AutoDispatchBelowADInplaceOrView guard;
     return call_permute(x, dims);
   }
+  if (under_functorch(x)) return contiguous_copy(x.permute(dims));
   return Permute::apply(x, dims);
 }
 

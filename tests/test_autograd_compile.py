@@ -201,3 +201,36 @@ def test_torch_compile_out(device, kind):
     assert_bits_equal(compiled(x, buf), ref + 1)
     assert_bits_equal(buf, ref)
 
+
+
+# ----------------------------------------------------------------------------------------------
+# torch.func: under the differentiating transforms the ops compute their values with ATen's
+# differentiable ops (C++ autograd::Functions are refused there); eager keeps the C++ autograd.
+
+FUNC_CASES = [
+    ("permute", lambda t: cute_transpose.permute(t, (2, 0, 1)), lambda t: t.permute(2, 0, 1)),
+    ("transpose", lambda t: cute_transpose.transpose(t, 0, 2), lambda t: t.transpose(0, 2)),
+    ("swizzled", lambda t: cute_transpose.swizzled(t), lambda t: t.transpose(-2, -1)),
+    ("copy", lambda t: cute_transpose.copy(t), lambda t: t),
+]
+
+
+@pytest.mark.parametrize("name, ours, torchs", FUNC_CASES, ids=[c[0] for c in FUNC_CASES])
+def test_torch_func_transforms(name, ours, torchs):
+    x = torch.randn(2, 3, 4, dtype=torch.float64)
+    w = torch.randn_like(torchs(x).contiguous())
+    loss = lambda f: (lambda t: (f(t) * w).sum())  # noqa: E731
+    assert torch.equal(torch.func.grad(loss(ours))(x), torch.func.grad(loss(torchs))(x))
+    out, pullback = torch.func.vjp(ours, x)
+    assert torch.equal(out, torchs(x).contiguous()) and out.is_contiguous()
+    assert torch.equal(pullback(w)[0], torch.func.vjp(torchs, x)[1](w)[0])
+    assert torch.equal(torch.func.jacrev(ours)(x), torch.func.jacrev(torchs)(x))
+    assert torch.equal(torch.func.jacfwd(ours)(x), torch.func.jacfwd(torchs)(x))
+    batched = torch.randn(5, 2, 3, 4, dtype=torch.float64)
+    assert torch.equal(torch.func.vmap(torch.func.grad(loss(ours)))(batched),
+                       torch.func.vmap(torch.func.grad(loss(torchs)))(batched))
+
+
+def test_eager_autograd_stays_in_cpp():
+    x = torch.randn(3, 4, requires_grad=True)
+    assert type(cute_transpose.permute(x, (1, 0)).grad_fn).__name__ == "CppFunction"
