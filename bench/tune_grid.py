@@ -10,7 +10,7 @@ The grid crosses these features; each combination (a "grid class") gets a few sh
   too (so 2-D grids include tall-skinny and short-wide matrices)
 - rows: 'aligned' (long dims a multiple of 16 bytes) or 'odd' (odd long dims, and one in four
   inputs a slice whose rows start unaligned)
-- total: 'small' (2^18-2^22 elements) or 'big' (2^24-2^27 elements), at most 1 GiB
+- total: 'small' (2^21-2^23 elements) or 'big' (2^24-2^27 elements), at most 1 GiB
 
 The classes of the C++ chooser are whatever `cute_transpose.explain` says; this grid only has
 to reach every one of them with several shapes. Plain Python, no torch.
@@ -27,7 +27,7 @@ from bench.cases import GiB, Cell, Dims, Shape, View, dims_text, permuted_is_con
 from bench.sweep_cases import ESIZE_DTYPE
 
 TUNE_SEED = 4242
-TOTAL_BANDS = {"small": (18, 22), "big": (24, 27)}
+TOTAL_BANDS = {"small": (21, 23), "big": (24, 27)}
 MAX_BYTES = 1 * GiB
 SHORT_RANGE = (1, 16)
 LONG_LOG2 = (6, 13)             # long innermost dims: 64 to 8192 elements, as the total allows

@@ -289,22 +289,32 @@ std::optional<BoxPlan> plan_box(Plan const& plan, std::string* why) {
 int bucket(int64_t bytes) { return bytes < 16 ? 0 : bytes < 64 ? 1 : bytes < 256 ? 2 : 3; }
 
 // A plan's shape class (class_key in words): the route, the element size, the byte-length
-// buckets of the output's and the input's innermost dims, and the tile kernel's widest vector.
+// buckets of the output's and the input's innermost dims, the tile (or rows) kernel's widest
+// vector, and which of the kernels with narrow domains can run it (interleave, TMA), so that
+// the shapes of one class share one set of candidates.
 struct Class {
   bool copy;
   int element_size, out_bucket, in_bucket, width;
+  bool interleave, tma;
   std::string text() const {
     return std::string(copy ? "c" : "t") + ".e" + std::to_string(element_size) + ".o" + std::to_string(out_bucket) +
-           (copy ? "" : ".i" + std::to_string(in_bucket)) + ".w" + std::to_string(width);
+           (copy ? "" : ".i" + std::to_string(in_bucket)) + ".w" + std::to_string(width) + (interleave ? ".I" : "") +
+           (tma ? ".T" : "");
   }
 };
 
-Class classify(Plan const& plan) {
+Class classify(Plan const& plan, Device const& device) {
   int64_t const E = plan.element_size;
   Class c{plan.copy_route(), int(E), bucket(plan.dims[plan.m].size * E),
-          plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0};
+          plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0, false, false};
   auto const p = plan.copy_route() ? rows_problem(plan) : matrix_problem(plan);
-  if (p) c.width = plan.copy_route() ? rows_width(*p) : tile_width(*p);
+  if (!p) return c;
+  c.width = plan.copy_route() ? rows_width(*p) : tile_width(*p);
+  if (!plan.copy_route()) {
+    std::string why;
+    c.interleave = interleave_fits(*p, true, &why) || interleave_fits(*p, false, &why);
+    c.tma = tma_fits(*p, device, &why);
+  }
   return c;
 }
 
@@ -414,12 +424,13 @@ std::string Choice::config() const {
         << " bytes in, " << box->vout * box->element_size << " bytes out";
       break;
     case Kernel::Tma: o << "TMA store, " << width << "-byte loads"; break;
+    case Kernel::Aten: o << "torch's own strided copy"; break;
     default: break;
   }
   return o.str();
 }
 
-std::string class_key(Plan const& plan) { return classify(plan).text(); }
+std::string class_key(Plan const& plan, Device const& device) { return classify(plan, device).text(); }
 
 std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& device, std::string* why) {
   Choice c;
@@ -468,7 +479,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
 }
 
 Choice choose(Plan const& plan, Device const& device, bool explain) {
-  Class const cls = classify(plan);
+  Class const cls = classify(plan, device);
   std::string const key = cls.text();
   Table const* table = table_for(device.arch);
   auto const row = table ? table->find(key) : Table::const_iterator{};

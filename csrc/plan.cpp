@@ -108,7 +108,7 @@ std::optional<Plan> plan_permute(at::Tensor const& x, at::IntArrayRef perm, at::
   // Widening: on the copy route a short innermost dim whose rows are 2, 4, 8 or 16 bytes, and
   // which every other stride steps over whole, moves as one wider element -- (A, B, 4) uint8
   // -> (B, A, 4) is a transpose of 4-byte elements. Repeats while it applies.
-  while (dims.size() > 1) {
+  while (dims.size() > 1 && dims.size() <= size_t(kMaxDims)) {
     plan.rank = static_cast<int>(dims.size());
     std::copy(dims.begin(), dims.end(), plan.dims);
     plan.m = plan.rank - 1;

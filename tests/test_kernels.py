@@ -122,7 +122,7 @@ def test_kernel_names_are_the_candidates():
 # explain()
 #
 
-CLASS_KEY = re.compile(r"^[ct]\.e(1|2|4|8|16)\.o[0-3](\.i[0-3])?\.w(0|1|2|4|8|16)$")
+CLASS_KEY = re.compile(r"^[ct]\.e(1|2|4|8|16)\.o[0-3](\.i[0-3])?\.w(0|1|2|4|8|16)(\.I)?(\.T)?$")
 
 
 def test_explain_on_the_cpu_reports_aten_and_the_sm90_choice():
