@@ -5,7 +5,7 @@
 # present (no GPU needed to build), else the CPU-only one with a warning.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python3 -m pip install --quiet "torch==2.14.1" ninja numpy pytest tqdm matplotlib "setuptools>=64" wheel
+python3 -m pip install --quiet "torch==2.14.1" ninja numpy pytest hypothesis tqdm matplotlib "setuptools>=77" wheel
 python3 -m pip install --quiet --no-deps "nvidia-cutlass==4.2.0.0"
 export MAX_JOBS=${MAX_JOBS:-$(nproc)}
 log=$(mktemp)

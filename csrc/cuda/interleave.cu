@@ -67,6 +67,11 @@ CUTE_DEVICE void shuffle(Vec const (&in)[C], Vec (&out)[C]) {
 template <class T, int C, bool kPack>
 __global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks_per_matrix) {
   constexpr int K = 16 / int(sizeof(T));
+  // pack: a warp's C * 32 output vectors are one contiguous run, but each lane holds C of them
+  // C vectors apart; storing them so would leave every 32-byte sector half-written per store.
+  // The warp stages them in shared memory and stores the run lane by lane instead.
+  __shared__ Vec stage[kPack ? kThreads / 32 : 1][kPack ? 32 * C : 1];
+  int const lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   int64_t const pixels = kPack ? p.cols : p.rows;
   int64_t const plane_stride = kPack ? p.row_stride : p.out_col_stride;  // elements between planes
   T const* src = static_cast<T const*>(p.src);
@@ -75,6 +80,8 @@ __global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks
   for (int64_t t = blockIdx.x; t < blocks; t += gridDim.x) {
     Offsets const at = p.batch(t / blocks_per_matrix);
     int64_t const x0 = ((t % blocks_per_matrix) * kThreads + threadIdx.x) * K;  // first pixel
+    int64_t const warp_x0 = x0 - lane * K;
+    bool const whole_warp = warp_x0 + 32 * K <= pixels;  // the same for every lane of the warp
     T const* planes_or_pixels = src + at.in;
     T* out = dst + at.out;
     if (x0 + K <= pixels) {
@@ -84,10 +91,20 @@ __global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks
         in[c] = kPack ? *reinterpret_cast<Vec const*>(planes_or_pixels + c * plane_stride + x0)
                       : *reinterpret_cast<Vec const*>(planes_or_pixels + x0 * C + c * K);
       shuffle<int(sizeof(T)), C, kPack>(in, shuffled);
-      CUTE_UNROLL
-      for (int c = 0; c < C; ++c) {
-        T* to = kPack ? out + x0 * C + c * K : out + c * plane_stride + x0;
-        *reinterpret_cast<Vec*>(to) = shuffled[c];
+      if (kPack && whole_warp) {
+        CUTE_UNROLL
+        for (int c = 0; c < C; ++c) stage[warp][lane * C + c] = shuffled[c];
+        __syncwarp();
+        CUTE_UNROLL
+        for (int c = 0; c < C; ++c)
+          reinterpret_cast<Vec*>(out + warp_x0 * C)[c * 32 + lane] = stage[warp][c * 32 + lane];
+        __syncwarp();  // the stage is reused by the next block's pixels
+      } else {
+        CUTE_UNROLL
+        for (int c = 0; c < C; ++c) {
+          T* to = kPack ? out + x0 * C + c * K : out + c * plane_stride + x0;
+          *reinterpret_cast<Vec*>(to) = shuffled[c];
+        }
       }
     } else {
       for (int64_t x = x0; x < pixels; ++x)
