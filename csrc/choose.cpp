@@ -112,6 +112,54 @@ bool tma_fits(Problem const& p, Device const& d, std::string* why) {
 }
 
 //
+// Split: a short side takes a second dim, so that tiles are full.
+//
+
+// Sides shorter than a tile take a second dim; below kSplitBelow elements a side is short.
+constexpr int64_t kSplitBelow = 128;
+
+// Each short side of p takes the remaining dim with the smallest stride on its own tensor (the
+// output's for m, the input's for n); std::nullopt when no side is short or no dim is left.
+std::optional<SplitProblem> split_short_sides(Problem const& p) {
+  std::vector<Dim> rest;
+  for (int d = 0; d < p.batch.rank; ++d) rest.push_back({p.batch.size[d], p.batch.in_stride[d], p.batch.out_stride[d]});
+  auto take = [&](auto stride_of) {
+    auto best = std::min_element(rest.begin(), rest.end(), [&](Dim const& a, Dim const& b) { return stride_of(a) < stride_of(b); });
+    Outer const o{best->size, best->in, best->out};
+    rest.erase(best);
+    return o;
+  };
+  if ((p.rows >= kSplitBelow && p.cols >= kSplitBelow) || rest.empty()) return std::nullopt;
+  SplitProblem s{p, {}, {}};
+  if (p.rows < kSplitBelow) s.m = take([](Dim const& d) { return d.out; });
+  if (p.cols < kSplitBelow && !rest.empty()) s.n = take([](Dim const& d) { return d.in == 0 ? INT64_MAX : d.in; });
+  Batch b;
+  b.rank = int(rest.size());
+  for (int i = 0; i < b.rank; ++i) {
+    b.size[i] = rest[i].size;
+    b.in_stride[i] = rest[i].in;
+    b.out_stride[i] = rest[i].out;
+    b.count *= rest[i].size;
+  }
+  s.problem.batch = b;
+  return s;
+}
+
+// Both sides move in W-byte vectors: the inner dims as for the tile kernel, and every outer
+// stride a whole number of vectors, so that no vector straddles two outer indices.
+int split_width(SplitProblem const& s) {
+  int const E = s.problem.element_size;
+  for (int W : {16, 4, E}) {
+    int64_t const V = W / E;
+    if (W < E || !tile_fits(s.problem, W)) continue;
+    if (divisible(s.m.in_stride, V) && divisible(s.m.out_stride, V) && divisible(s.n.in_stride, V) &&
+        divisible(s.n.out_stride, V))
+      return W;
+  }
+  return 0;
+}
+
+//
 // Box: which dims form the box, and how each side reads it.
 //
 
@@ -350,7 +398,8 @@ Table const* table_for(int arch) {
 }
 
 // The rule for classes and GPUs without a table entry: long rows copy as rows; a short side of
-// a few elements interleaves; long sides on both ends take the tile; anything else the box.
+// a few elements interleaves; long sides on both ends take the tile, shorter ones the split
+// tile; ATen's copy where nothing else runs.
 std::vector<Kernel> fallback_ranking(Plan const& plan) {
   int64_t const E = plan.element_size;
   if (plan.copy_route()) {
@@ -359,15 +408,15 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
   }
   int64_t const m_bytes = plan.dims[plan.m].size * E, n_bytes = plan.dims[plan.n].size * E;
   if (std::min(plan.dims[plan.m].size, plan.dims[plan.n].size) <= kMaxChannels)
-    return {Kernel::Interleave, Kernel::Box, Kernel::Tile, Kernel::Aten};
-  if (m_bytes >= 64 && n_bytes >= 64) return {Kernel::Tile, Kernel::Box, Kernel::Aten};
-  return {Kernel::Box, Kernel::Tile, Kernel::Aten};
+    return {Kernel::Interleave, Kernel::Split, Kernel::Box, Kernel::Tile, Kernel::Aten};
+  if (m_bytes >= 512 && n_bytes >= 512) return {Kernel::Tile, Kernel::Aten};
+  return {Kernel::Split, Kernel::Tile, Kernel::Aten};
 }
 
 }  // namespace
 
 std::vector<std::string> const& candidate_names() {
-  static std::vector<std::string> const names = {"rows", "tile", "interleave", "box", "tma", "aten"};
+  static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "padded", "aten"};
   return names;
 }
 
@@ -379,6 +428,7 @@ char const* kernel_name(Kernel k) {
     case Kernel::Interleave: return "interleave";
     case Kernel::Box: return "box";
     case Kernel::Tma: return "tma";
+    case Kernel::Split: return "split";
     case Kernel::NaiveCoalescedRead: return "naive_coalesced_read";
     case Kernel::NaiveCoalescedWrite: return "naive_coalesced_write";
     case Kernel::BankConflictRead: return "bank_conflict_read";
@@ -424,6 +474,11 @@ std::string Choice::config() const {
         << " bytes in, " << box->vout * box->element_size << " bytes out";
       break;
     case Kernel::Tma: o << "TMA store, " << width << "-byte loads"; break;
+    case Kernel::Split:
+      o << "square tiles of (" << problem->rows << " x " << split->m.size << ") by (" << problem->cols << " x "
+        << split->n.size << "), " << width << "-byte vectors";
+      break;
+    case Kernel::Padded: o << "the padded seed kernel, one element per access"; break;
     case Kernel::Aten: o << "torch's own strided copy"; break;
     default: break;
   }
@@ -466,6 +521,15 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (interleave_fits(p, false, &why_unpack)) return c.pack = false, c.channels = int(p.cols), c;
       return *why = why_pack, std::nullopt;
     }
+    case Kernel::Split: {
+      if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
+      if (!(c.split = split_short_sides(p))) return *why = "no short side, or no dim to add to it", std::nullopt;
+      if (!(c.width = split_width(*c.split))) return *why = "m or n is not unit-stride", std::nullopt;
+      return c;
+    }
+    case Kernel::Padded:
+      if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
+      return c;
     case Kernel::Tma: {
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
       if (!tma_fits(p, device, why)) return std::nullopt;

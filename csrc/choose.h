@@ -25,6 +25,7 @@ enum class Kernel {
   Interleave,  // one side of C <= kMaxChannels elements: C planes <-> C-interleaved (cuda/interleave.cu)
   Box,         // any permute: a box of small dims staged through shared memory (cuda/box_transpose.cu)
   Tma,         // the tile transpose with a TMA store (cuda/tma.cu)
+  Split,       // the tile transpose with two dims on each short side (cuda/split_transpose.cu)
   // The seed ladder, only when asked for by name.
   NaiveCoalescedRead,
   NaiveCoalescedWrite,
@@ -52,6 +53,7 @@ struct Choice {
   bool pack = false;                  // Interleave: planes -> interleaved (true) or back
   std::optional<Problem> problem;     // every kernel but Box and Aten
   std::optional<BoxPlan> box;         // Box
+  std::optional<SplitProblem> split;  // Split
   std::string key;                    // the plan's shape class      (filled by choose(..., explain))
   std::string reason;                 // why this kernel             (filled by choose(..., explain))
   std::string config() const;         // the configuration in words

@@ -74,6 +74,20 @@ struct Problem {
   int element_size;  // 1, 2, 4, 8 or 16 bytes
 };
 
+// The Split kernel's work (cuda/split_transpose.cu): a transpose whose m or n dim is shorter
+// than a tile takes a second, outer dim on that side, so that a tile holds several small
+// matrices side by side. Side index i is then (i % inner, i / inner): offsets
+// inner_stride * (i % inner) + outer.{in,out} * (i / inner), where inner is the Problem's rows
+// (for m) or cols (for n). The Problem's batch excludes the two outer dims.
+struct Outer {
+  int64_t size = 1, in_stride = 0, out_stride = 0;
+};
+
+struct SplitProblem {
+  Problem problem;
+  Outer m, n;
+};
+
 // The box kernel's work (cuda/box_transpose.cu): the permute's dims split into a box of up to
 // kMaxBox dims, staged whole through shared memory, and the outer dims walked between boxes.
 // A box dim is taken whole (tile == size) or in chunks of `tile`; a chunked dim also appears

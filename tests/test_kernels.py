@@ -61,7 +61,8 @@ CASES = [
     # dims of 2..4 anywhere, up to rank 6
     ((2, 3, 2, 5, 2), (4, 2, 0, 3, 1), "contiguous", {"box"}),
     ((2, 2, 2, 30, 7), (3, 0, 4, 2, 1), "contiguous", {"box"}),
-    ((4, 8, 16, 8, 32), (0, 3, 1, 4, 2), "contiguous", {"box", "tile"}),
+    ((4, 8, 16, 8, 32), (0, 3, 1, 4, 2), "contiguous", {"box", "tile", "split", "padded"}),
+    ((8, 16, 32, 64, 40), (4, 2, 0, 3, 1), "contiguous", {"box", "tile", "split", "padded"}),
     ((3, 2, 4, 2, 3, 2), (5, 3, 1, 4, 2, 0), "contiguous", {"box"}),
     # TMA-aligned transposes
     ((3, 48, 72), (0, 2, 1), "contiguous", {"tile", "tma", "box"}),
@@ -113,7 +114,7 @@ def test_only_aten_runs_on_the_cpu():
 
 
 def test_kernel_names_are_the_candidates():
-    assert set(KERNELS) == {"rows", "tile", "interleave", "box", "tma", "aten"}
+    assert set(KERNELS) == {"rows", "tile", "split", "interleave", "box", "tma", "padded", "aten"}
     assert set(cute_transpose.VARIANTS) == {"naive_coalesced_read", "naive_coalesced_write", "bank_conflict_read",
                                             "bank_conflict_write", "padded", "swizzled", "tma"}
 

@@ -27,6 +27,9 @@ cudaError_t launch_tma(Problem const& p, int width, cudaStream_t stream);
 // The vectorized tile transpose (tile_*.cu): `width`-byte vectors on both sides, `shape` tiles.
 cudaError_t launch_tile(Problem const& p, int width, TileShape shape, cudaStream_t stream);
 
+// The tile transpose with two dims on each short side (split_transpose.cu), square tiles.
+cudaError_t launch_split(SplitProblem const& s, int width, cudaStream_t stream);
+
 // The copy route (strided_copy.cu): rows of the contiguous (batch..., M, N) output copied in
 // `width`-byte vectors (or single elements).
 cudaError_t launch_rows(Problem const& p, int width, cudaStream_t stream);
