@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
+import json
 import sys
 import time
 from pathlib import Path
@@ -44,7 +45,7 @@ from bench.harness import (OpSpec, Progress, Result, do_bench_timer, ext,  # noq
 from bench.ops import CLONE  # noqa: E402
 from bench.report import sanitize  # noqa: E402
 from bench.tune_grid import TUNE_SEED, tune_cells  # noqa: E402
-from bench.tune_table import aggregate, inc_text, report_markdown, tune_json  # noqa: E402
+from bench.tune_table import aggregate, inc_text, report_markdown, saved_results, tune_json  # noqa: E402
 
 DRY_MAX_NUMEL = 1 << 12
 
@@ -188,6 +189,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=TUNE_SEED, help=f"grid seed [{TUNE_SEED}]")
     p.add_argument("--warmup", type=int, default=5, help="do_bench warmup per kernel, ms [5]")
     p.add_argument("--rep", type=int, default=20, help="do_bench measuring time per kernel, ms [20]")
+    p.add_argument("--rerank", type=Path, metavar="TUNE_JSON",
+                   help="no measuring: rank the kernels of a saved tune.json again and write the "
+                        "table (--out, default csrc/tuning/sm_90.inc) and report")
     p.add_argument("--dry-run", action="store_true",
                    help="on the CPU, tiny shapes, perf_counter timing; writes under /tmp/tune-dry")
     p.add_argument("--fake", action="store_true",
@@ -195,8 +199,23 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def rerank(args: argparse.Namespace) -> int:
+    """The table and report again from a saved tune.json, with the current ranking rule."""
+    saved = json.loads(args.rerank.read_text())
+    meta = {**saved["meta"], "chooser": saved["meta"]["chooser"] + f" (re-ranked from {args.rerank.name})"}
+    classes = aggregate(saved_results(saved), tuple(meta["kernels"]))
+    out = args.out or REPO_ROOT / "csrc" / "tuning" / "sm_90.inc"
+    report = args.report or args.rerank.with_suffix(".md")
+    for path, text in ((out, inc_text(classes, meta)), (report, report_markdown(classes, meta))):
+        path.write_text(text)
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
+    if args.rerank:
+        return rerank(args)
     if not args.dry_run and not torch.cuda.is_available():
         sys.exit("tune.py: no CUDA GPU; --dry-run tests the plumbing on the CPU")
     device = torch.device("cpu") if args.dry_run else torch.device("cuda")

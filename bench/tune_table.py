@@ -13,6 +13,11 @@ from typing import Iterable, Optional
 from bench.summary import by_cell, geomean
 
 FEW_SHAPES = 3  # a class measured on fewer shapes is flagged in the report
+# Kernels within TIE of each other's rank score are ordered by PREFERENCE: the same kernel then
+# wins on a tie in every run (2%: the spread between runs of the same cell on the H100), and the
+# vectorized kernels win over the scalar and generic ones.
+TIE = 0.02
+PREFERENCE = ("tile", "split", "interleave", "rows", "tma", "box", "padded", "aten")
 INC_LINE = re.compile(r'^\{"((?:[^"\\]|\\.)*)", "((?:[^"\\]|\\.)*)"\},(?:\s*//.*)?$')
 
 
@@ -108,7 +113,7 @@ def score(rows: list[dict], kernel: str) -> KernelScore:
 def rank(c: ClassResult, rows: list[dict]) -> None:
     """The class's kernels, best first. A kernel's rank score is the geomean, over the shapes
     it ran, of its ratio over the best ratio any kernel reached on that shape: 1.0 means best
-    wherever it runs. The chooser takes the first kernel that can run a plan, so a kernel that
+    wherever it runs; scores within TIE are ordered by PREFERENCE. The chooser takes the first kernel that can run a plan, so a kernel that
     runs only some shapes ranks by how it does on those. A kernel with a wrong result or an
     error on any shape is left out (never chosen)."""
     clean = {s.kernel for s in c.scores if not s.wrong and not s.error and s.ok and s.geomean}
@@ -118,7 +123,16 @@ def rank(c: ClassResult, rows: list[dict]) -> None:
         best = max(ok.values(), default=None)
         for k, ratio in ok.items():
             relative[k].append(ratio / best)
-    c.ranking = sorted(relative, key=lambda k: (geomean(relative[k]), len(relative[k])), reverse=True)
+    scores = {k: geomean(v) for k, v in relative.items()}
+    c.ranking = []
+    while scores:
+        # The best kernel, or, within TIE of it (run-to-run spread), the one listed first in
+        # PREFERENCE: the measurement cannot tell them apart there.
+        best = max(scores.values())
+        near = [k for k in scores if scores[k] >= best * (1 - TIE)]
+        pick = min(near, key=lambda k: (PREFERENCE.index(k) if k in PREFERENCE else len(PREFERENCE), -scores[k]))
+        c.ranking.append(pick)
+        del scores[pick]
     if not c.ranking:
         c.note = "no kernel ran a shape correctly"
     elif c.score(c.winner).ok < c.shapes:
@@ -212,3 +226,20 @@ def tune_json(classes: list[ClassResult], results: list, meta: dict) -> str:
              "explain": r.explain} for r in results]
     return json.dumps({"meta": meta, "classes": [asdict(c) for c in classes], "rows": rows},
                       indent=1, default=str) + "\n"
+
+
+@dataclass(frozen=True)
+class SavedResult:
+    """A row of tune.json, as aggregate() reads it (for --rerank)."""
+    cell: tuple
+    op: str
+    status: str
+    ratio: Optional[float]
+    explain: Optional[dict]
+
+
+def saved_results(saved: dict) -> list[SavedResult]:
+    """The rows of a tune.json, one result per (shape, kernel)."""
+    return [SavedResult((r["case"], tuple(r["shape"]), tuple(r["dims"]), r["dtype"], r["view"]), r["kernel"],
+                        r["status"], r["ratio"], r["explain"]) for r in saved["rows"]]
+

@@ -251,3 +251,27 @@ def test_bench_cli_sections():
     with pytest.raises(SystemExit):
         bench.parse_args(["--sweep-only", "--permute-only"])
     assert collections.Counter(c.section for c in cases.cpu_cells()) == {"cpu": 3}
+
+
+def test_tune_breaks_ties_by_preference():
+    # padded is 1% ahead of tile: within the run-to-run spread, so tile (vectorized) ranks first
+    results = tune_rows("t", {"padded": 0.95, "tile": 0.94, "aten": 0.40})
+    classes = tune_table.aggregate(results, ("tile", "padded", "aten"))
+    assert classes[0].ranking == ["tile", "padded", "aten"]
+    results = tune_rows("t", {"padded": 0.99, "tile": 0.90, "aten": 0.40})
+    assert tune_table.aggregate(results, ("tile", "padded", "aten"))[0].ranking == ["padded", "tile", "aten"]
+
+
+def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path):
+    from bench import tune
+    rows = [{"case": "c", "shape": [4, 5], "dims": [1, 0], "dtype": "float32", "view": "", "kernel": k,
+             "status": "ok", "ms": 1 / r, "ratio": r, "detail": "",
+             "explain": {"class": "t.x", "kernel": "tile"} if k == "clone" else None}
+            for k, r in (("clone", 1.0), ("tile", 0.9), ("aten", 0.5))]
+    meta = {"device_name": "GPU", "torch": "2.14", "date": "2026-01-01", "chooser": "cute_transpose",
+            "kernels": ["tile", "aten"], "seed": 1, "shapes": 1, "grid_shapes": 1, "seconds": 1.0, "timing": "t"}
+    saved = tmp_path / "tune.json"
+    saved.write_text(__import__("json").dumps({"meta": meta, "classes": [], "rows": rows}))
+    assert tune.main(["--rerank", str(saved), "--out", str(tmp_path / "t.inc")]) == 0
+    assert tune_table.parse_inc((tmp_path / "t.inc").read_text()) == [("t.x", "tile,aten")]
+    assert "re-ranked from tune.json" in (tmp_path / "tune.md").read_text()
