@@ -96,11 +96,6 @@ struct RunCuda {
 };
 using CudaOps = PlanOps<RunCuda>;
 
-#define CUTE_TRANSPOSE_CUDA_FN(name, kernel) \
-  at::Tensor name##_cuda(at::Tensor const& x) { return run_forced<RunCuda>(x, Kernel::kernel, #name); }
-CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_CUDA_FN)
-CUTE_TRANSPOSE_CUDA_FN(copy, SeedCopy)
-#undef CUTE_TRANSPOSE_CUDA_FN
 
 // One named candidate of the chooser, or a clear error when it cannot run this permute.
 at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::string_view name) {
@@ -155,7 +150,7 @@ TORCH_LIBRARY_FRAGMENT(cute_transpose, m) {
 }
 
 TORCH_LIBRARY_IMPL(cute_transpose, CUDA, m) {
-#define CUTE_TRANSPOSE_IMPL(name, kernel) m.impl(#name, &name##_cuda);
+#define CUTE_TRANSPOSE_IMPL(name, kernel) m.impl(#name, &ladder_op<RunCuda, Kernel::kernel>);
   CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_IMPL)
   CUTE_TRANSPOSE_IMPL(copy, SeedCopy)
 #undef CUTE_TRANSPOSE_IMPL

@@ -53,11 +53,6 @@ struct RunCpu {
 };
 using CpuOps = PlanOps<RunCpu>;
 
-#define CUTE_TRANSPOSE_CPU_FN(name, kernel) \
-  at::Tensor name##_cpu(at::Tensor const& x) { return run_forced<RunCpu>(x, Kernel::kernel, #name); }
-CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_CPU_FN)
-CUTE_TRANSPOSE_CPU_FN(copy, SeedCopy)
-#undef CUTE_TRANSPOSE_CPU_FN
 
 at::Tensor permute_with_cpu(at::Tensor const& x, at::IntArrayRef dims, c10::string_view kernel) {
   auto const perm = checked_permutation(x, dims, "_permute_with");
@@ -193,7 +188,7 @@ TORCH_LIBRARY(cute_transpose, m) {
 }
 
 TORCH_LIBRARY_IMPL(cute_transpose, CPU, m) {
-#define CUTE_TRANSPOSE_IMPL(name, kernel) m.impl(#name, &name##_cpu);
+#define CUTE_TRANSPOSE_IMPL(name, kernel) m.impl(#name, &ladder_op<RunCpu, Kernel::kernel>);
   CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_IMPL)
   CUTE_TRANSPOSE_IMPL(copy, SeedCopy)
 #undef CUTE_TRANSPOSE_IMPL

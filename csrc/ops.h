@@ -50,6 +50,12 @@ at::Tensor run_forced(at::Tensor const& x, Kernel kernel, char const* op) {
   return out;
 }
 
+// A ladder variant (or `copy`), as the function a TORCH_LIBRARY_IMPL registers.
+template <class Runner, Kernel K>
+at::Tensor ladder_op(at::Tensor const& x) {
+  return run_forced<Runner>(x, K, kernel_name(K));
+}
+
 // transpose, permute and their out= forms, as the functions a TORCH_LIBRARY_IMPL registers.
 template <class Runner>
 struct PlanOps {
