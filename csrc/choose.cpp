@@ -140,15 +140,7 @@ std::optional<SplitProblem> split_short_sides(Problem const& p) {
   SplitProblem s{p, {}, {}};
   if (p.rows < kSplitBelow) s.m = take([](Dim const& d) { return d.out; });
   if (p.cols < kSplitBelow && !rest.empty()) s.n = take([](Dim const& d) { return d.in == 0 ? INT64_MAX : d.in; });
-  Batch b;
-  b.rank = int(rest.size());
-  for (int i = 0; i < b.rank; ++i) {
-    b.size[i] = rest[i].size;
-    b.in_stride[i] = rest[i].in;
-    b.out_stride[i] = rest[i].out;
-    b.count *= rest[i].size;
-  }
-  s.problem.batch = b;
+  s.problem.batch = make_batch(rest);
   return s;
 }
 

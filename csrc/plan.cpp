@@ -34,17 +34,6 @@ int tightest_other(Plan const& p) {
   return k;
 }
 
-Batch make_batch(std::vector<Dim> const& dims) {
-  Batch b;
-  b.rank = static_cast<int>(dims.size());
-  for (int i = 0; i < b.rank; ++i) {
-    b.size[i] = dims[i].size;
-    b.in_stride[i] = dims[i].in;
-    b.out_stride[i] = dims[i].out;
-    b.count *= dims[i].size;
-  }
-  return b;
-}
 
 // The dims of `plan` other than those listed, outermost first.
 std::vector<Dim> others(Plan const& plan, int a, int b) {
@@ -71,6 +60,18 @@ std::optional<Problem> make_problem(Plan const& plan, Dim const& m, Dim const& n
 }
 
 }  // namespace
+
+Batch make_batch(std::vector<Dim> const& dims) {
+  Batch b;
+  b.rank = static_cast<int>(dims.size());
+  for (int i = 0; i < b.rank; ++i) {
+    b.size[i] = dims[i].size;
+    b.in_stride[i] = dims[i].in;
+    b.out_stride[i] = dims[i].out;
+    b.count *= dims[i].size;
+  }
+  return b;
+}
 
 int64_t Plan::numel() const {
   int64_t count = 1;

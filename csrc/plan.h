@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include <optional>
+#include <vector>
 
 #include "work.h"
 
@@ -42,6 +43,9 @@ std::optional<Plan> plan_permute(at::Tensor const& x, at::IntArrayRef perm, at::
 //
 // The forms the kernels take. Each returns std::nullopt when the plan does not fit it.
 //
+
+// The dims (outermost first) as a Batch; at most Batch::kMaxRank of them.
+Batch make_batch(std::vector<Dim> const& dims);
 
 // A batch of (M, N) matrices with M = dims[m] and N = dims[n] (a unit dim on the copy route)
 // and the other dims as the batch (at most Batch::kMaxRank of them).
