@@ -6,11 +6,13 @@ The grid crosses these features; each combination (a "grid class") gets a few sh
 - rank 2-5
 - element size 1, 2, 4, 8, 16 bytes
 - layout: 'keep' (the innermost dim stays innermost: whole rows move) or 'move'
-- the innermost input dim short (1-16 elements) or long; for 'move' the innermost output dim
-  too (so 2-D grids include tall-skinny and short-wide matrices)
+- the innermost input dim short (1-16 elements), medium (48-1024 bytes) or long; for 'move' the
+  innermost output dim too (so 2-D grids include tall-skinny and short-wide matrices)
 - rows: 'aligned' (long dims a multiple of 16 bytes) or 'odd' (odd long dims, and one in four
   inputs a slice whose rows start unaligned)
 - total: 'small' (2^21-2^23 elements) or 'big' (2^24-2^27 elements), at most 1 GiB
+- extra: 'plain'; 'tiny' (one dim that is innermost on neither side has 2-4 elements); or
+  'view' (the input is an expanded, stepped or transposed view of its base)
 
 The classes of the C++ chooser are whatever `cute_transpose.explain` says; this grid only has
 to reach every one of them with several shapes. Plain Python, no torch.
@@ -23,14 +25,16 @@ import math
 import random
 from dataclasses import dataclass
 
-from bench.cases import GiB, Cell, Dims, Shape, View, dims_text, permuted_is_contiguous
+from bench.cases import GiB, Cell, Dims, Shape, View, base_nbytes, dims_text, permuted_is_contiguous
 from bench.sweep_cases import ESIZE_DTYPE
 
 TUNE_SEED = 4242
+SIDES = ("short", "medium", "long")
 TOTAL_BANDS = {"small": (21, 23), "big": (24, 27)}
 MAX_BYTES = 1 * GiB
 SHORT_RANGE = (1, 16)
 LONG_LOG2 = (6, 13)             # long innermost dims: 64 to 8192 elements, as the total allows
+MEDIUM_BYTES = (48, 1024)       # medium innermost dims, log-uniform in bytes (at least 2 elements)
 
 
 @dataclass(frozen=True)
@@ -38,29 +42,31 @@ class GridClass:
     rank: int
     esize: int
     layout: str                 # keep | move
-    inner_in: str               # short | long
-    inner_out: str              # short | long ('keep': the same dim as inner_in)
+    inner_in: str               # short | medium | long
+    inner_out: str              # short | medium | long ('keep': the same dim as inner_in)
     rows: str                   # aligned | odd
     total: str                  # small | big
+    extra: str = "plain"        # plain | tiny | view
 
     def text(self) -> str:
         out = "" if self.layout == "keep" else f" out:{self.inner_out}"
+        extra = "" if self.extra == "plain" else f" {self.extra}"
         return (f"r{self.rank} e{self.esize} {self.layout} in:{self.inner_in}{out} "
-                f"{self.rows} {self.total}")
+                f"{self.rows} {self.total}{extra}")
 
 
 def grid_classes() -> list[GridClass]:
     """Every feature combination that can exist (a matrix cannot keep its innermost dim, and
-    cannot have both sides short within the totals)."""
+    needs a long side to reach the totals)."""
     found = []
-    for rank, esize, layout, inn, out, rows, total in itertools.product(
-            (2, 3, 4, 5), ESIZE_DTYPE, ("keep", "move"), ("short", "long"), ("short", "long"),
-            ("aligned", "odd"), TOTAL_BANDS):
+    for rank, esize, layout, inn, out, rows, total, extra in itertools.product(
+            (2, 3, 4, 5), ESIZE_DTYPE, ("keep", "move"), SIDES, SIDES,
+            ("aligned", "odd"), TOTAL_BANDS, ("plain", "tiny", "view")):
         if layout == "keep" and (rank == 2 or out != inn):
             continue
-        if rank == 2 and inn == out == "short":
+        if rank == 2 and ("long" not in (inn, out) or extra == "tiny"):
             continue
-        found.append(GridClass(rank, esize, layout, inn, out, rows, total))
+        found.append(GridClass(rank, esize, layout, inn, out, rows, total, extra))
     return found
 
 
@@ -94,10 +100,54 @@ def draw_cell(gc: GridClass, rng: random.Random, attempts: int = 20):
         view = View()
         if gc.rows == "odd" and rng.random() < 0.25:
             view = View("offset", gc.rank - 1, 1)
+        if gc.extra == "tiny":
+            others = [d for d in range(gc.rank) if d not in (gc.rank - 1, dims[-1])]
+            if not others:
+                return None
+            kinds = kinds_of(gc, dims)
+            shape = with_tiny_dim(shape, rng.choice(others), rng.randint(2, 4),
+                                  shorts=[d for d, k in kinds.items() if k != "long"],
+                                  rounded=lambda d, n: round_long(n, gc.rows, gc.esize) if d in kinds else n)
+        elif gc.extra == "view":
+            view = draw_view(shape, rng)
         cell = Cell("tune", gc.text(), shape, dims, ESIZE_DTYPE[gc.esize], view, gc.text())
-        if cell.nbytes <= MAX_BYTES and not permuted_is_contiguous(cell):
+        if (cell.nbytes <= MAX_BYTES and base_nbytes(cell) <= 3 * MAX_BYTES
+                and cell.numel >= 2 ** (TOTAL_BANDS[gc.total][0] - 1)
+                and not permuted_is_contiguous(cell)):
             return cell
     return None
+
+
+def kinds_of(gc: GridClass, dims: Dims) -> dict[int, str]:
+    """'short', 'medium' or 'long' for the innermost input dim and the innermost output dim."""
+    inner_in, inner_out = gc.rank - 1, dims[-1]
+    return {inner_in: gc.inner_in, inner_out: gc.inner_out if gc.layout == "move" else gc.inner_in}
+
+
+def with_tiny_dim(shape: Shape, tiny: int, size: int, shorts: list[int], rounded) -> Shape:
+    """`shape` with dim `tiny` set to `size`, and the elements it loses given to the largest
+    dim that is not short (`rounded(dim, size)` keeps an innermost dim's rounding), so the total
+    stays in its band."""
+    s = list(shape)
+    lost = s[tiny] / size
+    s[tiny] = size
+    grow = max((d for d in range(len(s)) if d != tiny and d not in shorts), key=lambda d: s[d],
+               default=None)
+    if grow is not None:
+        s[grow] = rounded(grow, max(1, round(s[grow] * lost)))
+    return tuple(s)
+
+
+def draw_view(shape: Shape, rng: random.Random) -> View:
+    """An expanded dim (stride 0), a stepped slice, or a base stored with the innermost dim
+    swapped with another."""
+    rank = len(shape)
+    kind = rng.choice(("expand", "step", "transposed"))
+    if kind == "expand":
+        return View("expand", rng.choice([d for d in range(rank) if shape[d] > 1] or [0]))
+    if kind == "step":
+        return View("step", rng.randrange(rank), rng.choice((2, 3)))
+    return View("transposed", rank - 1, rng.randrange(rank - 1))
 
 
 def draw_shape(gc: GridClass, dims: Dims, rng: random.Random) -> Shape:
@@ -105,12 +155,14 @@ def draw_shape(gc: GridClass, dims: Dims, rng: random.Random) -> Shape:
     dims sharing the rest of a log-uniform total."""
     lo, hi = TOTAL_BANDS[gc.total]
     log_total = min(rng.uniform(lo, hi), math.log2(MAX_BYTES // gc.esize))
-    inner_in, inner_out = gc.rank - 1, dims[-1]
-    kinds = {inner_in: gc.inner_in, inner_out: gc.inner_out if gc.layout == "move" else gc.inner_in}
+    kinds = kinds_of(gc, dims)
     shape = [0] * gc.rank
     for d, kind in kinds.items():
         if kind == "short":
             shape[d] = rng.randint(*SHORT_RANGE)
+        elif kind == "medium":
+            nbytes = 2 ** rng.uniform(*map(math.log2, MEDIUM_BYTES))
+            shape[d] = round_long(max(2, round(nbytes / gc.esize)), gc.rows, gc.esize)
     budget = log_total - sum(math.log2(s) for s in shape if s)
     longs = [d for d, kind in kinds.items() if kind == "long"]
     others = [d for d in range(gc.rank) if d not in kinds]

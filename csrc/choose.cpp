@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <sstream>
+#include <utility>
 
 namespace cute_transpose {
 namespace {
@@ -333,31 +334,41 @@ std::optional<BoxPlan> plan_box(Plan const& plan, std::string* why) {
 // Shape classes and rankings.
 //
 
-int bucket(int64_t bytes) { return bytes < 16 ? 0 : bytes < 64 ? 1 : bytes < 256 ? 2 : 3; }
+// A side's length in bytes, in five buckets: under one vector, a few vectors, under a 256-byte
+// row, a medium row (where per-row costs still show: batched 16x168 bfloat16 transposes
+// preferred ATen's copy, 2.6M x 16 ones the split tile) and a long one.
+int bucket(int64_t bytes) { return bytes < 16 ? 0 : bytes < 64 ? 1 : bytes < 256 ? 2 : bytes < 2048 ? 3 : 4; }
+
+// How full the tile kernel's tiles are, in three buckets: 0 (at least 90%), 1 (60-90%: a side
+// just over a tile, such as 65 float32, leaves a mostly empty row of tiles) and 2 (under 60%).
+// On the H100, shapes of one class that differed in it preferred different kernels.
+int fill_bucket(double fill) { return fill >= 0.9 ? 0 : fill >= 0.6 ? 1 : 2; }
 
 // A plan's shape class (class_key in words): the route, the element size, the byte-length
 // buckets of the output's and the input's innermost dims, the tile (or rows) kernel's widest
-// vector, and which of the kernels with narrow domains can run it (interleave, TMA), so that
-// the shapes of one class share one set of candidates.
+// vector, how full its tiles would be (".f1", ".f2"; nothing when at least 90% full), and which
+// of the kernels with narrow domains can run it (interleave, TMA), so that the shapes of one
+// class share one set of candidates.
 struct Class {
   bool copy;
-  int element_size, out_bucket, in_bucket, width;
+  int element_size, out_bucket, in_bucket, width, fill;
   bool interleave, tma;
   std::string text() const {
     return std::string(copy ? "c" : "t") + ".e" + std::to_string(element_size) + ".o" + std::to_string(out_bucket) +
-           (copy ? "" : ".i" + std::to_string(in_bucket)) + ".w" + std::to_string(width) + (interleave ? ".I" : "") +
-           (tma ? ".T" : "");
+           (copy ? "" : ".i" + std::to_string(in_bucket)) + ".w" + std::to_string(width) +
+           (fill ? ".f" + std::to_string(fill) : "") + (interleave ? ".I" : "") + (tma ? ".T" : "");
   }
 };
 
 Class classify(Plan const& plan, Device const& device) {
   int64_t const E = plan.element_size;
   Class c{plan.copy_route(), int(E), bucket(plan.dims[plan.m].size * E),
-          plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0, false, false};
+          plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0, 0, false, false};
   auto const p = plan.copy_route() ? rows_problem(plan) : matrix_problem(plan);
   if (!p) return c;
   c.width = plan.copy_route() ? rows_width(*p) : tile_width(*p);
   if (!plan.copy_route()) {
+    if (c.width) c.fill = fill_bucket(tile_fill(p->rows, p->cols, tile_dims(p->element_size, c.width, tile_shape(*p, c.width))));
     std::string why;
     c.interleave = interleave_fits(*p, true, &why) || interleave_fits(*p, false, &why);
     c.tma = tma_fits(*p, device, &why);
@@ -397,8 +408,9 @@ Table const* table_for(int arch) {
 }
 
 // The rule for classes and GPUs without a table entry: long rows copy as rows; a short side of
-// a few elements interleaves; long sides on both ends take the tile, shorter ones the split
-// tile; ATen's copy where nothing else runs.
+// a few elements interleaves, or else takes ATen's copy (the split and box kernels won some of
+// the H100 table's classes of that kind and lost to ATen's copy in others); long sides on both
+// ends take the tile, shorter ones the split tile.
 std::vector<Kernel> fallback_ranking(Plan const& plan) {
   int64_t const E = plan.element_size;
   if (plan.copy_route()) {
@@ -407,7 +419,7 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
   }
   int64_t const m_bytes = plan.dims[plan.m].size * E, n_bytes = plan.dims[plan.n].size * E;
   if (std::min(plan.dims[plan.m].size, plan.dims[plan.n].size) <= kMaxChannels)
-    return {Kernel::Interleave, Kernel::Split, Kernel::Box, Kernel::Tile, Kernel::Aten};
+    return {Kernel::Interleave, Kernel::Aten};
   // Rows that no vector of two or more elements fits: the padded seed kernel led the tile
   // kernel in every such class of the H100 table (0.47 vs 0.37 of clone for 1-byte, 0.64 vs
   // 0.55 for 2-byte, 0.75 vs 0.38 for 4-byte elements).
@@ -556,9 +568,12 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
   std::string key = cls.text();
   Table const* table = table_for(device.arch);
   auto row = table ? table->find(key) : Table::const_iterator{};
-  if (table && row == table->end() && cls.tma) {
-    // TMA only adds a candidate: a class the table lacks takes its ranking without TMA.
-    cls.tma = false;
+  // A class the table lacks takes the ranking of its nearest measured neighbour: the same
+  // class without TMA (TMA only adds a candidate), then with fuller tiles.
+  for (auto drop : {+[](Class& c) { return std::exchange(c.tma, false); },
+                    +[](Class& c) { return std::exchange(c.fill, 0) != 0; }}) {
+    if (!table || row != table->end()) break;
+    if (!drop(cls)) continue;
     key = cls.text();
     row = table->find(key);
   }

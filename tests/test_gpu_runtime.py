@@ -101,6 +101,29 @@ def test_two_threads_on_two_streams():
     assert not errors, errors
 
 
+class TmaTransposeBackward(torch.autograd.Function):
+    """The identity forward; a backward that runs the TMA kernel, which the autograd engine
+    calls on its own device thread."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x.clone()
+
+    @staticmethod
+    def backward(ctx, g):
+        return torch.ops.cute_transpose._permute_with(g, [0, 2, 1], "tma").transpose(-2, -1)
+
+
+@pytest.mark.skipif(not IS_SM90, reason="tma needs sm_90")
+def test_tma_runs_in_the_autograd_engine_thread():
+    # There the CUDA context need not be current yet: encoding the TMA descriptor failed and
+    # CuTe aborted the process, until the launcher made the context current.
+    x = random_tensor((3, 36, 20), torch.float64, "cuda").requires_grad_()
+    g = random_tensor((3, 36, 20), torch.float64, "cuda")
+    TmaTransposeBackward.apply(x).backward(g)
+    assert_bits_equal(x.grad, g)
+
+
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
 @pytest.mark.parametrize("case", CASES, ids=case_id)
 def test_device_guard(case):

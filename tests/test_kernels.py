@@ -125,7 +125,7 @@ def test_kernel_names_are_the_candidates():
 # explain()
 #
 
-CLASS_KEY = re.compile(r"^[ct]\.e(1|2|4|8|16)\.o[0-3](\.i[0-3])?\.w(0|1|2|4|8|16)(\.I)?(\.T)?$")
+CLASS_KEY = re.compile(r"^[ct]\.e(1|2|4|8|16)\.o[0-4](\.i[0-4])?\.w(0|1|2|4|8|16)(\.f[12])?(\.I)?(\.T)?$")
 
 
 def test_explain_on_the_cpu_reports_aten_and_the_sm90_choice():
@@ -137,7 +137,7 @@ def test_explain_on_the_cpu_reports_aten_and_the_sm90_choice():
     cuda = info["cuda"]
     assert cuda["arch"] == 90 and cuda["kernel"] in KERNELS
     assert CLASS_KEY.match(cuda["class"]), cuda["class"]
-    assert cuda["class"].startswith("t.e1.o0.i3.")  # 3 bytes out, 4096 bytes in
+    assert cuda["class"].startswith("t.e1.o0.i4.")  # 3 bytes out, 4096 bytes in
     assert cuda["reason"]
 
 

@@ -155,9 +155,21 @@ cudaError_t launch_scalar_tma(Problem const& p, cudaStream_t stream) {
 
 }  // namespace
 
+// Encoding a TMA descriptor (cuTensorMapEncodeTiled, inside make_tma_copy) needs a current
+// CUDA context in the calling thread, and CuTe aborts the process when the encode fails. A
+// thread where nothing has made the context current yet, such as the autograd engine's device
+// thread running a backward, fails with CUDA_ERROR_INVALID_CONTEXT (201); cudaSetDevice makes
+// the device's primary context current.
+cudaError_t bind_current_context() {
+  int device = 0;
+  cudaError_t err = cudaGetDevice(&device);
+  return err == cudaSuccess ? cudaSetDevice(device) : err;
+}
+
 // `width`: the load width the chooser picked (V >= 2 elements, or whole 8- and 16-byte
 // elements); 0 for the scalar (Colfax) path.
 cudaError_t launch_tma(Problem const& p, int width, cudaStream_t stream) {
+  if (cudaError_t err = bind_current_context(); err != cudaSuccess) return err;
   return with_element_type(p.element_size, [&](auto t) -> cudaError_t {
     using T = decltype(t);
     constexpr int E = sizeof(T);
