@@ -181,11 +181,12 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, help="the .inc table [csrc/tuning/sm_<major><minor>.inc]")
     p.add_argument("--report", type=Path, help="the markdown report [bench/results/<gpu>-tune.md]")
-    p.add_argument("--per-class", type=int, default=2,
-                   help="shapes per grid class (bench/tune_grid.py) [2]")
-    p.add_argument("--max-shapes", type=int, default=840, help="at most this many shapes [840]")
-    p.add_argument("--budget-s", type=float, default=200.0,
-                   help="stop measuring new shapes after this many seconds [200]")
+    p.add_argument("--per-class", type=int, default=1,
+                   help="shapes per grid class (bench/tune_grid.py) [1]")
+    p.add_argument("--max-shapes", type=int, default=2400, help="at most this many shapes [2400]")
+    p.add_argument("--budget-s", type=float, default=430.0,
+                   help="stop measuring new shapes after this many seconds [430: the whole "
+                        "default grid on an H100, inside one 10-minute call with the build]")
     p.add_argument("--seed", type=int, default=TUNE_SEED, help=f"grid seed [{TUNE_SEED}]")
     p.add_argument("--warmup", type=int, default=5, help="do_bench warmup per kernel, ms [5]")
     p.add_argument("--rep", type=int, default=20, help="do_bench measuring time per kernel, ms [20]")
