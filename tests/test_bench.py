@@ -298,3 +298,21 @@ def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path):
     assert tune.main(["--rerank", str(saved), "--out", str(tmp_path / "t.inc")]) == 0
     assert tune_table.parse_inc((tmp_path / "t.inc").read_text()) == [("t.x", "tile,aten")]
     assert "re-ranked from tune.json" in (tmp_path / "tune.md").read_text()
+
+
+def test_rechoose_replays_the_chooser_on_a_saved_sweep(capsys):
+    from bench import rechoose
+    import cute_transpose
+    view = {"kind": "expand", "dim": 0, "amount": 0}
+    shape, dims = (4, 3, 224, 224), (0, 2, 3, 1)
+
+    def row(op, ratio, kernel=None):
+        return {"case": "c", "shape": list(shape), "dims": list(dims), "dtype": "uint8",
+                "view": view, "op": op, "ratio": ratio,
+                "explain": {"kernel": kernel} if kernel else None}
+    saved = {"sweep": [row("eager", 0.9), row("permute", 0.5, "box")]}
+    [r] = rechoose.rechoose(saved)
+    x = torch.empty(1, 3, 224, 224, dtype=torch.uint8).expand(shape)
+    assert r["now"] == cute_transpose.explain(x, dims)["cuda"]["kernel"]
+    assert r["ran"] == "box" and rechoose.mark(r) == "+"  # 0.5 trails eager's 0.9
+    assert rechoose.meta_input(shape, "uint8", View(**view)).stride() == x.stride()

@@ -1,0 +1,91 @@
+"""Which kernel the chooser of this build picks for every cell of a saved sweep, beside the kernel
+that ran when the sweep was measured and how it did against eager: a new tuning table or class
+rule can be checked against a saved sweep on any machine, without a GPU.
+
+    python3 bench/rechoose.py bench/results/NVIDIA_H100_80GB_HBM3-sweep.json [--all]
+
+Prints one line per cell whose kernel changes (with --all: every cell), marked `+` where the
+measured kernel trailed eager by more than 0.01 (a change there may help) and `-` where it beat
+eager by more than 0.05 and the new pick is ATen's copy (a change there may cost). The inputs
+are meta tensors: nothing is allocated or run. `arch` (default 90) picks the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch
+
+from bench.cases import View, base_shape
+from bench.harness import TORCH_DTYPES, apply_view, ext
+
+
+def meta_input(shape: tuple, dtype: str, view: View) -> torch.Tensor:
+    """The cell's input as a meta tensor: its sizes, strides and offset, no data."""
+    base = torch.empty(base_shape(shape, view), dtype=TORCH_DTYPES[dtype], device="meta")
+    return apply_view(base, shape, view)
+
+
+def chosen(x: torch.Tensor, dims: Sequence[int], arch: int) -> str:
+    """The kernel the chooser picks for permute(x, dims) on a GPU of `arch`."""
+    return json.loads(torch.ops.cute_transpose._explain(x, list(dims), arch, ""))["kernel"]
+
+
+def rechoose(saved: dict, arch: int = 90) -> list[dict]:
+    """One row per measured cell: its key, the kernel that ran, its and eager's ratio to clone,
+    and the kernel this build picks."""
+    ext()
+    ops = collections.defaultdict(dict)
+    for r in saved["sweep"]:
+        key = (r["case"], tuple(r["shape"]), tuple(r["dims"]), r["dtype"], json.dumps(r["view"]))
+        ops[key][r["op"]] = r
+    rows = []
+    for (case, shape, dims, dtype, view), cell in ops.items():
+        ours, eager = cell.get("permute"), cell.get("eager")
+        if ours is None or ours.get("explain") is None:
+            continue
+        x = meta_input(shape, dtype, View(**json.loads(view)))
+        rows.append({"case": case, "shape": shape, "dtype": dtype, "view": View(**json.loads(view)),
+                     "ran": ours["explain"]["kernel"], "ours": ours.get("ratio") or 0.0,
+                     "eager": (eager or {}).get("ratio") or 0.0, "now": chosen(x, dims, arch)})
+    return rows
+
+
+def mark(row: dict) -> str:
+    if row["ours"] < row["eager"] - 0.01:
+        return "+"
+    if row["now"] == "aten" and row["ours"] > row["eager"] + 0.05:
+        return "-"
+    return " "
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("sweep_json", type=Path, help="a saved <gpu>-sweep.json")
+    p.add_argument("--arch", type=int, default=90, help="the table to look up [90]")
+    p.add_argument("--all", action="store_true", help="every cell, not only the changed ones")
+    args = p.parse_args(argv)
+    rows = rechoose(json.loads(args.sweep_json.read_text()), args.arch)
+    changed = collections.Counter()
+    for r in rows:
+        if r["ran"] != r["now"]:
+            changed[(r["ran"], r["now"])] += 1
+        if args.all or r["ran"] != r["now"]:
+            print(f"{mark(r)} {r['case']:22s} {'x'.join(map(str, r['shape'])):18s} {r['dtype']:10s} "
+                  f"{r['view'].text():14s} ran {r['ran']:10s} ({r['ours']:.2f}, eager {r['eager']:.2f})"
+                  f" -> {r['now']}")
+    print(f"{sum(changed.values())} of {len(rows)} cells change kernel: " +
+          ", ".join(f"{a} -> {b} {n}" for (a, b), n in changed.most_common()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
