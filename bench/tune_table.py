@@ -124,10 +124,9 @@ def rank(c: ClassResult, rows: list[dict]) -> None:
     it ran, of its ratio over the best ratio any kernel reached on that shape: 1.0 means best
     wherever it runs; scores within TIE are ordered by PREFERENCE. A kernel that lost to
     "aten" by more than GUARD on more than LOSS_SHARE of the shapes both ran ranks after it
-    (`unsafe`). The chooser takes the
-    first kernel that can run a plan, so a kernel that runs only some shapes ranks by how it
-    does on those. A kernel with a wrong result or an error on any shape is left out (never
-    chosen)."""
+    (`unsafe`). The chooser takes the first kernel that can run a plan, so a kernel that runs
+    only some shapes ranks by how it does on those. A kernel with a wrong result or an error on
+    any shape is left out (never chosen)."""
     clean = {s.kernel for s in c.scores if not s.wrong and not s.error and s.ok and s.geomean}
     relative: dict[str, list[float]] = collections.defaultdict(list)
     vs_aten: dict[str, list[float]] = collections.defaultdict(list)
@@ -154,7 +153,7 @@ def rank(c: ClassResult, rows: list[dict]) -> None:
         del safe[pick]
         if pick == "aten":
             break  # it runs every shape: nothing after it is ever chosen
-    c.ranking += [k for k in sorted(safe, key=lambda k: -safe[k])] + unsafe
+    c.ranking += sorted(safe, key=safe.get, reverse=True) + unsafe
     if not c.ranking:
         c.note = "no kernel ran a shape correctly"
     elif c.score(c.winner).ok < c.shapes:
