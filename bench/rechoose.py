@@ -52,10 +52,11 @@ def rechoose(saved: dict, arch: int = 90) -> list[dict]:
         ours, eager = cell.get("permute"), cell.get("eager")
         if ours is None or ours.get("explain") is None:
             continue
-        x = meta_input(shape, dtype, View(**json.loads(view)))
-        rows.append({"case": case, "shape": shape, "dtype": dtype, "view": View(**json.loads(view)),
+        layout = View(**json.loads(view))
+        rows.append({"case": case, "shape": shape, "dtype": dtype, "view": layout,
                      "ran": ours["explain"]["kernel"], "ours": ours.get("ratio") or 0.0,
-                     "eager": (eager or {}).get("ratio") or 0.0, "now": chosen(x, dims, arch)})
+                     "eager": (eager or {}).get("ratio") or 0.0,
+                     "now": chosen(meta_input(shape, dtype, layout), dims, arch)})
     return rows
 
 

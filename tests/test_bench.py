@@ -300,7 +300,7 @@ def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path):
     assert "re-ranked from tune.json" in (tmp_path / "tune.md").read_text()
 
 
-def test_rechoose_replays_the_chooser_on_a_saved_sweep(capsys):
+def test_rechoose_replays_the_chooser_on_a_saved_sweep():
     from bench import rechoose
     import cute_transpose
     view = {"kind": "expand", "dim": 0, "amount": 0}
