@@ -11,6 +11,7 @@ Everything here is plain Python (no torch), so the lists can be built and checke
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -56,6 +57,19 @@ class View:
             "expand": f"expand d{self.dim}",
             "packed": f"packed d{self.dim}/{self.amount}",
         }[self.kind]
+
+    @classmethod
+    def parse(cls, text: str) -> "View":
+        """The View whose text() is `text`."""
+        patterns = {"offset": r"offset d(\d+)\+(\d+)", "step": r"step d(\d+):(\d+)",
+                    "transposed": r"T\((\d+),(\d+)\) base", "expand": r"expand d(\d+)()",
+                    "packed": r"packed d(\d+)/(\d+)"}
+        if not text:
+            return cls()
+        for kind, pattern in patterns.items():
+            if m := re.fullmatch(pattern, text):
+                return cls(kind, int(m.group(1)), int(m.group(2) or 0))
+        raise ValueError(f"not a view: {text!r}")
 
 
 CONTIGUOUS = View()

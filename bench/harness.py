@@ -72,6 +72,13 @@ def apply_view(base: torch.Tensor, shape: Shape, view: View) -> torch.Tensor:
     return base
 
 
+def meta_input(shape: Shape, dtype: str, view: View) -> torch.Tensor:
+    """A cell's input as a meta tensor: its sizes, strides and offset, no data (the chooser's
+    class and choice need nothing more)."""
+    base = torch.empty(base_shape(shape, view), dtype=TORCH_DTYPES[dtype], device="meta")
+    return apply_view(base, shape, view)
+
+
 def make_input(cell: Cell, device: torch.device) -> torch.Tensor:
     """Fresh random data laid out as the cell says."""
     base = random_input(base_shape(cell.shape, cell.view), TORCH_DTYPES[cell.dtype], device)

@@ -24,14 +24,8 @@ if __package__ in (None, ""):
 
 import torch
 
-from bench.cases import View, base_shape
-from bench.harness import TORCH_DTYPES, apply_view, ext
-
-
-def meta_input(shape: tuple, dtype: str, view: View) -> torch.Tensor:
-    """The cell's input as a meta tensor: its sizes, strides and offset, no data."""
-    base = torch.empty(base_shape(shape, view), dtype=TORCH_DTYPES[dtype], device="meta")
-    return apply_view(base, shape, view)
+from bench.cases import View
+from bench.harness import ext, meta_input
 
 
 def chosen(x: torch.Tensor, dims: Sequence[int], arch: int) -> str:

@@ -39,26 +39,36 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import torch  # noqa: E402
 
-from bench.cases import Cell, Dims  # noqa: E402
+from bench.cases import Cell, Dims, View  # noqa: E402
 from bench.harness import (OpSpec, Progress, Result, do_bench_timer, ext,  # noqa: E402
-                           perf_counter_timer, run_cell)
+                           meta_input, perf_counter_timer, run_cell)
 from bench.ops import CLONE  # noqa: E402
 from bench.report import sanitize  # noqa: E402
-from bench.tune_grid import TUNE_SEED, tune_cells  # noqa: E402
-from bench.tune_table import aggregate, inc_text, report_markdown, saved_results, tune_json  # noqa: E402
+from bench.tune_grid import TUNE_SEED, by_chooser_class, tune_cells  # noqa: E402
+from bench.tune_table import (SavedResult, aggregate, inc_text, report_markdown,  # noqa: E402
+                              saved_results, tune_json)
 
 DRY_MAX_NUMEL = 1 << 12
 
 
 @dataclasses.dataclass(frozen=True)
 class Chooser:
-    """The chooser's Python API: candidate kernels, a permute by a named kernel, and the
-    explanation of a choice (its "class" key above all)."""
+    """The chooser's Python API: candidate kernels, a permute by a named kernel, the
+    explanation of a choice (its "class" key above all), and a cell's class without running it."""
 
     kernels: tuple[str, ...]
     permute_with: Callable[[torch.Tensor, Dims, str], torch.Tensor]
     explain: Callable[[torch.Tensor, Dims], dict]
+    classify: Callable[[Cell], str]
     source: str
+
+
+def cuda_arch() -> int:
+    """The GPU's compute capability as the chooser numbers it (90 for sm_90); 90 without one."""
+    if not torch.cuda.is_available():
+        return 90
+    major, minor = torch.cuda.get_device_capability()
+    return 10 * major + minor
 
 
 def real_chooser() -> Optional[Chooser]:
@@ -67,9 +77,14 @@ def real_chooser() -> Optional[Chooser]:
     if not (hasattr(ct, "KERNELS") and hasattr(ct, "explain")
             and hasattr(torch.ops.cute_transpose, "_permute_with")):
         return None
+    arch = cuda_arch()
+
+    def classify(cell: Cell) -> str:
+        x = meta_input(cell.shape, cell.dtype, cell.view)
+        return json.loads(torch.ops.cute_transpose._explain(x, list(cell.dims), arch, ""))["class"]
     return Chooser(tuple(ct.KERNELS),
                    lambda x, dims, k: torch.ops.cute_transpose._permute_with(x, list(dims), k),
-                   lambda x, dims: dict(ct.explain(x, list(dims))), "cute_transpose")
+                   lambda x, dims: dict(ct.explain(x, list(dims))), classify, "cute_transpose")
 
 
 def fake_class(x: torch.Tensor, dims: Dims) -> str:
@@ -97,7 +112,9 @@ def fake_permute_with(x: torch.Tensor, dims: Dims, kernel: str) -> torch.Tensor:
 def fake_chooser() -> Chooser:
     return Chooser(("aten", "ours", "rows"), fake_permute_with,
                    lambda x, dims: {"class": fake_class(x, dims), "kernel": "ours",
-                                    "config": "", "reason": "fake chooser"}, "fake")
+                                    "config": "", "reason": "fake chooser"},
+                   lambda cell: fake_class(meta_input(cell.shape, cell.dtype, cell.view), cell.dims),
+                   "fake")
 
 
 def probe(chooser: Chooser, device: torch.device) -> Optional[str]:
@@ -181,9 +198,11 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", type=Path, help="the .inc table [csrc/tuning/sm_<major><minor>.inc]")
     p.add_argument("--report", type=Path, help="the markdown report [bench/results/<gpu>-tune.md]")
-    p.add_argument("--per-class", type=int, default=1,
-                   help="shapes per grid class (bench/tune_grid.py) [1]")
-    p.add_argument("--max-shapes", type=int, default=2400, help="at most this many shapes [2400]")
+    p.add_argument("--per-class", type=int, default=3,
+                   help="shapes drawn per grid class (bench/tune_grid.py) [3]")
+    p.add_argument("--per-key", type=int, default=6,
+                   help="of those, at most this many per class of the chooser [6]")
+    p.add_argument("--max-shapes", type=int, default=2600, help="at most this many shapes [2600]")
     p.add_argument("--budget-s", type=float, default=430.0,
                    help="stop measuring new shapes after this many seconds [430: the whole "
                         "default grid on an H100, inside one 10-minute call with the build]")
@@ -193,6 +212,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--rerank", type=Path, metavar="TUNE_JSON",
                    help="no measuring: rank the kernels of a saved tune.json again and write the "
                         "table (--out, default csrc/tuning/sm_90.inc) and report")
+    p.add_argument("--reclassify", action="store_true",
+                   help="with --rerank: put each saved shape in the class this build's chooser "
+                        "gives it (after a change of the class key), not the saved one")
     p.add_argument("--dry-run", action="store_true",
                    help="on the CPU, tiny shapes, perf_counter timing; writes under /tmp/tune-dry")
     p.add_argument("--fake", action="store_true",
@@ -200,11 +222,32 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
+def reclassified(results: list[SavedResult], classify: Callable[[Cell], str]) -> list[SavedResult]:
+    """The saved results with each shape's class key given by `classify` (meta tensors)."""
+    keys: dict[tuple, str] = {}
+    out = []
+    for r in results:
+        if r.explain is not None:
+            case, shape, dims, dtype, view = r.cell
+            if r.cell not in keys:
+                keys[r.cell] = classify(Cell("tune", case, shape, dims, dtype, View.parse(view), case))
+            r = dataclasses.replace(r, explain={**r.explain, "class": keys[r.cell]})
+        out.append(r)
+    return out
+
+
 def rerank(args: argparse.Namespace) -> int:
     """The table and report again from a saved tune.json, with the current ranking rule."""
     saved = json.loads(args.rerank.read_text())
-    meta = {**saved["meta"], "chooser": saved["meta"]["chooser"] + f" (re-ranked from {args.rerank.name})"}
-    classes = aggregate(saved_results(saved), tuple(meta["kernels"]))
+    how = "re-classified and re-ranked" if args.reclassify else "re-ranked"
+    meta = {**saved["meta"], "chooser": saved["meta"]["chooser"] + f" ({how} from {args.rerank.name})"}
+    results = saved_results(saved)
+    if args.reclassify:
+        chooser = real_chooser()
+        if chooser is None:
+            sys.exit("tune.py: --reclassify needs this build's chooser (cute_transpose.explain)")
+        results = reclassified(results, chooser.classify)
+    classes = aggregate(results, tuple(meta["kernels"]))
     out = args.out or REPO_ROOT / "csrc" / "tuning" / "sm_90.inc"
     report = args.report or args.rerank.with_suffix(".md")
     for path, text in ((out, inc_text(classes, meta)), (report, report_markdown(classes, meta))):
@@ -223,7 +266,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     device_name = "CPU dry-run" if args.dry_run else torch.cuda.get_device_name(device)
     default_paths(args, device_name)
     chooser = resolve_chooser(args, device)
-    cells = tune_cells(args.per_class, args.seed)[:args.max_shapes]
+    drawn = tune_cells(args.per_class, args.seed)
+    cells = by_chooser_class(drawn, chooser.classify, args.per_key, args.max_shapes)
+    print(f"tune.py: {len(cells)} of {len(drawn)} grid shapes, at most {args.per_key} per chooser "
+          f"class", file=sys.stderr)
     if args.dry_run:
         cells = [shrink(c, DRY_MAX_NUMEL) for c in cells]
     timer = perf_counter_timer(1, 3) if args.dry_run else do_bench_timer(args.warmup, args.rep)
@@ -233,7 +279,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     meta = {"device_name": device_name, "torch": torch.__version__,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
             "chooser": chooser.source, "kernels": list(chooser.kernels), "seed": args.seed,
-            "shapes": measured, "grid_shapes": len(cells),
+            "shapes": measured, "grid_shapes": len(cells), "drawn": len(drawn),
+            "per_class": args.per_class, "per_key": args.per_key,
             "seconds": round(time.perf_counter() - started, 1),
             "timing": ("time.perf_counter median of 3 runs (CPU dry run)" if args.dry_run else
                        f"triton.testing.do_bench median, warmup {args.warmup} ms, rep {args.rep} "

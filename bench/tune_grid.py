@@ -14,8 +14,10 @@ The grid crosses these features; each combination (a "grid class") gets a few sh
 - extra: 'plain'; 'tiny' (one dim that is innermost on neither side has 2-4 elements); or
   'view' (the input is an expanded, stepped or transposed view of its base)
 
-The classes of the C++ chooser are whatever `cute_transpose.explain` says; this grid only has
-to reach every one of them with several shapes. Plain Python, no torch.
+The classes of the C++ chooser are whatever `cute_transpose.explain` says, and grid classes
+reach them unevenly (a 16-byte-aligned float32 tile class gets hundreds of shapes, a rank-6-like
+class with 128-byte output rows two): `by_chooser_class` draws several shapes per grid class and
+keeps a few of every chooser class. Plain Python, no torch.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import itertools
 import math
 import random
 from dataclasses import dataclass
+from typing import Callable
 
 from bench.cases import GiB, Cell, Dims, Shape, View, base_nbytes, dims_text, permuted_is_contiguous
 from bench.sweep_cases import ESIZE_DTYPE
@@ -83,6 +86,18 @@ def tune_cells(per_class: int = 2, seed: int = TUNE_SEED) -> list[Cell]:
             if cell is not None:
                 cells.append(cell)
     return cells
+
+
+def by_chooser_class(cells: list[Cell], class_of: Callable[[Cell], str], per_key: int,
+                     limit: int) -> list[Cell]:
+    """At most `per_key` cells of every chooser class (`class_of`), round-robin over the classes
+    in the order they first appear (every class's first cell, then every second, ...), at most
+    `limit` in all: a class the grid reaches rarely keeps all its cells, a common one `per_key`."""
+    groups: dict[str, list[Cell]] = {}
+    for cell in cells:
+        groups.setdefault(class_of(cell), []).append(cell)
+    picked = [group[k] for k in range(per_key) for group in groups.values() if k < len(group)]
+    return picked[:limit]
 
 
 def permutations(rank: int, layout: str) -> list[Dims]:

@@ -12,7 +12,12 @@ from typing import Iterable, Optional
 
 from bench.summary import by_cell, geomean
 
-FEW_SHAPES = 3  # a class measured on fewer shapes is flagged in the report
+# A class measured on fewer shapes also ranks its kernels on the shapes of its nearest classes
+# (`neighbours`), so that one noisy shape does not decide it: on the H100, a class of one float32
+# shape ranked ATen's copy (0.90) over the split tile (0.83), which led its neighbour class on
+# all 6 of that one's shapes by up to 2x, and the permutation table's rank-5 float32 row in that
+# class ran at 0.77 instead of the split tile's 0.90.
+FEW_SHAPES = 3
 # Kernels within TIE of each other's rank score are ordered by PREFERENCE: the same kernel then
 # wins on a tie in every run (2%: the spread between runs of the same cell on the H100). The
 # kernels that reach copy speed wherever they run come first; then torch's own copy, which is
@@ -79,8 +84,20 @@ def class_key(row: dict) -> Optional[str]:
     return str(key) if key is not None else None
 
 
+def neighbours(key: str) -> list[str]:
+    """The classes nearest to `key`, nearest first: without its TMA flag, then also without its
+    tile-fill bucket, then also without its interleave flag (the C++ chooser's class key)."""
+    found = []
+    for flag in (r"\.T$", r"\.f[12](?=\.|$)", r"\.I[eg]?(?=\.|$)"):
+        nearer = re.sub(flag, "", found[-1] if found else key)
+        if nearer != (found[-1] if found else key):
+            found.append(nearer)
+    return found
+
+
 def aggregate(results: Iterable, kernels: tuple[str, ...]) -> list[ClassResult]:
-    """Scores per class key and kernel, and each class's ranking, sorted by key."""
+    """Scores per class key and kernel, and each class's ranking, sorted by key. A class of
+    fewer than FEW_SHAPES shapes takes in the shapes of its neighbours until it has that many."""
     groups: dict[str, list[dict]] = collections.defaultdict(list)
     for row in by_cell(results).values():
         key = class_key(row)
@@ -89,12 +106,20 @@ def aggregate(results: Iterable, kernels: tuple[str, ...]) -> list[ClassResult]:
             groups[key].append(row)
     classes = []
     for key in sorted(groups):
-        rows = groups[key]
+        rows, pooled = list(groups[key]), []
+        for near in neighbours(key):
+            if len(rows) >= FEW_SHAPES:
+                break
+            if near in groups:
+                rows += groups[near]
+                pooled.append(f"{near} ({len(groups[near])})")
         scores = [score(rows, k) for k in kernels]
-        chosen = collections.Counter(str(r.explain.get("kernel")) for row in rows
+        chosen = collections.Counter(str(r.explain.get("kernel")) for row in groups[key]
                                      for r in row.values() if r.explain)
         c = ClassResult(key, len(rows), scores, dict(chosen.most_common()))
         rank(c, rows)
+        if pooled:
+            c.note = "; ".join(filter(None, [f"{len(groups[key])} own, with " + ", ".join(pooled), c.note]))
         classes.append(c)
     return classes
 

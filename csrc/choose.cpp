@@ -86,22 +86,24 @@ bool contiguous_rows_output(Problem const& p) {
   return true;
 }
 
-// Interleave: one side is C = 2..kMaxChannels elements and C-interleaved in its tensor (the
-// NHWC side of an image), the other side is C unit-stride planes (NCHW). `pack` goes planes ->
-// interleaved. Both move in 16-byte vectors of K = 16 / E elements along the planes.
-bool interleave_fits(Problem const& p, bool pack, std::string* why) {
+// Interleave: one side is C = 2..kMaxChannels unit-stride elements (the channels of an NHWC
+// image, a pixel), the other side is C unit-stride planes (NCHW). `pack` goes planes ->
+// pixels. The width: 16 when both sides move in 16-byte vectors of K = 16 / E elements along
+// the planes (elements up to 8 bytes, C up to kMaxVectorChannels, pixels exactly C apart,
+// planes and batch offsets whole vectors, aligned), else the element size (one element per
+// access, any alignment, pixels any distance apart); 0 when it cannot run.
+int interleave_width(Problem const& p, bool pack, std::string* why) {
   int64_t const E = p.element_size, K = 16 / E;
   int64_t const C = pack ? p.rows : p.cols;
-  if (E > 8) return *why = "elements of 16 bytes", false;
-  if (C < 2 || C > kMaxChannels) return *why = "no side of 2.." + std::to_string(kMaxChannels) + " elements", false;
-  if (p.col_stride != 1 || p.out_row_stride != 1) return *why = "the planes are not unit-stride", false;
-  if (pack ? p.out_col_stride != C : p.row_stride != C)
-    return *why = "the short side is not interleaved (its neighbour's stride is not C)", false;
+  if (C < 2 || C > kMaxChannels || C * E > 128)
+    return *why = "no side of 2.." + std::to_string(kMaxChannels) + " elements (and at most 128 bytes)", 0;
+  if (p.col_stride != 1 || p.out_row_stride != 1) return *why = "the channels or the planes are not unit-stride", 0;
   int64_t const plane_stride = pack ? p.row_stride : p.out_col_stride;
-  bool ok = divisible(plane_stride, K) && aligned(p.src, 16) && aligned(p.dst, 16);
+  int64_t const pixel_stride = pack ? p.out_col_stride : p.row_stride;
+  bool ok = E <= 8 && C <= kMaxVectorChannels && pixel_stride == C && divisible(plane_stride, K) &&
+            aligned(p.src, 16) && aligned(p.dst, 16);
   for (int d = 0; d < p.batch.rank; ++d) ok = ok && divisible(p.batch.in_stride[d], K) && divisible(p.batch.out_stride[d], K);
-  if (!ok) return *why = "planes or batch offsets are not 16-byte aligned", false;
-  return true;
+  return ok ? 16 : int(E);
 }
 
 // TMA: sm_90, a transpose whose output rows are whole 16-byte multiples, one batch dim, and
@@ -348,29 +350,37 @@ int fill_bucket(double fill) { return fill >= 0.9 ? 0 : fill >= 0.6 ? 1 : 2; }
 // buckets of the output's and the input's innermost dims, the tile (or rows) kernel's widest
 // vector, how full its tiles would be (".f1", ".f2"; nothing when at least 90% full), and which
 // of the kernels with narrow domains can run it (interleave, TMA), so that the shapes of one
-// class share one set of candidates.
+// class share one set of candidates. Interleave counts three times: ".I" in 16-byte vectors,
+// ".Ie" one element per access (for 1-byte elements on the H100, 0.46 of clone where vectors
+// reach 0.97), ".Ig" one element per access with gaps between pixels (0.5-0.8 where the others
+// reach 0.8-1.0).
 struct Class {
   bool copy;
   int element_size, out_bucket, in_bucket, width, fill;
-  bool interleave, tma;
+  int interleave;  // 0: cannot run; else its width (16: vectors)
+  bool gaps;       // interleave's pixels lie further apart than C
+  bool tma;
   std::string text() const {
     return std::string(copy ? "c" : "t") + ".e" + std::to_string(element_size) + ".o" + std::to_string(out_bucket) +
            (copy ? "" : ".i" + std::to_string(in_bucket)) + ".w" + std::to_string(width) +
-           (fill ? ".f" + std::to_string(fill) : "") + (interleave ? ".I" : "") + (tma ? ".T" : "");
+           (fill ? ".f" + std::to_string(fill) : "") +
+           (interleave ? interleave > element_size ? ".I" : gaps ? ".Ig" : ".Ie" : "") + (tma ? ".T" : "");
   }
 };
 
 Class classify(Plan const& plan, Device const& device) {
   int64_t const E = plan.element_size;
   Class c{plan.copy_route(), int(E), bucket(plan.dims[plan.m].size * E),
-          plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0, 0, false, false};
+          plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0, 0, 0, false, false};
   auto const p = plan.copy_route() ? rows_problem(plan) : matrix_problem(plan);
   if (!p) return c;
   c.width = plan.copy_route() ? rows_width(*p) : tile_width(*p);
   if (!plan.copy_route()) {
     if (c.width) c.fill = fill_bucket(tile_fill(p->rows, p->cols, tile_dims(p->element_size, c.width, tile_shape(*p, c.width))));
     std::string why;
-    c.interleave = interleave_fits(*p, true, &why) || interleave_fits(*p, false, &why);
+    bool const pack = interleave_width(*p, true, &why) > 0;
+    c.interleave = interleave_width(*p, pack, &why);
+    c.gaps = c.interleave && (pack ? p->out_col_stride != p->rows : p->row_stride != p->cols);
     c.tma = tma_fits(*p, device, &why);
   }
   return c;
@@ -418,7 +428,7 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
     return {Kernel::Box, Kernel::Rows, Kernel::Aten};
   }
   int64_t const m_bytes = plan.dims[plan.m].size * E, n_bytes = plan.dims[plan.n].size * E;
-  if (std::min(plan.dims[plan.m].size, plan.dims[plan.n].size) <= kMaxChannels)
+  if (std::min(plan.dims[plan.m].size, plan.dims[plan.n].size) <= kMaxVectorChannels)
     return {Kernel::Interleave, Kernel::Aten};
   // Rows that no vector of two or more elements fits: the padded seed kernel led the tile
   // kernel in every such class of the H100 table (0.47 vs 0.37 of clone for 1-byte, 0.64 vs
@@ -481,7 +491,8 @@ std::string Choice::config() const {
     }
     case Kernel::Rows: o << width << "-byte vectors"; break;
     case Kernel::Interleave:
-      o << (pack ? "planes -> " : "") << channels << "-interleaved" << (pack ? "" : " -> planes") << ", 16-byte vectors";
+      o << (pack ? "planes -> " : "") << channels << "-interleaved" << (pack ? "" : " -> planes") << ", "
+        << (width > problem->element_size ? "16-byte vectors" : "one element per access, staged through shared memory");
       break;
     case Kernel::Box:
       o << "box (";
@@ -533,11 +544,18 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       return c;
     case Kernel::Interleave: {
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
-      std::string why_pack, why_unpack;
-      c.width = 16;
-      if (interleave_fits(p, true, &why_pack)) return c.pack = true, c.channels = int(p.rows), c;
-      if (interleave_fits(p, false, &why_unpack)) return c.pack = false, c.channels = int(p.cols), c;
-      return *why = why_pack, std::nullopt;
+      std::string why_unpack;
+      if ((c.width = interleave_width(p, true, why))) c.pack = true, c.channels = int(p.rows);
+      else if ((c.width = interleave_width(p, false, &why_unpack))) c.pack = false, c.channels = int(p.cols);
+      else return std::nullopt;
+      // A block takes up to 256 * K pixels of one matrix. Like the tile kernels, it runs only
+      // where its blocks are at least a quarter full: a batch of 2.2M matrices of 4 pixels (the
+      // sweep's expanded (2, 2234417, 4) bfloat16 permute) ran at 0.001 of clone, ATen's copy
+      // at 0.76.
+      int64_t const pixels = c.pack ? p.cols : p.rows, block = 256 * std::max(16 / p.element_size, 1);
+      if (pixels < kMinTileFill * block)
+        return *why = "fewer than a quarter block of pixels (" + std::to_string(block / 4) + ") per matrix", std::nullopt;
+      return c;
     }
     case Kernel::Split: {
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;

@@ -22,7 +22,7 @@ enum class Kernel {
   Aten,        // ATen's strided copy (torch's own x.permute(...).contiguous())
   Rows,        // copy route: rows copied in vectors (cuda/strided_copy.cu)
   Tile,        // vectorized shared-memory tile transpose with register transposes (cuda/tile_*.cu)
-  Interleave,  // one side of C <= kMaxChannels elements: C planes <-> C-interleaved (cuda/interleave.cu)
+  Interleave,  // one side of C <= kMaxChannels elements: C planes <-> C-interleaved (cuda/interleave.cuh)
   Box,         // any permute: a box of small dims staged through shared memory (cuda/box_transpose.cu)
   Tma,         // the tile transpose with a TMA store (cuda/tma.cu)
   Split,       // the tile transpose with two dims on each short side (cuda/split_transpose.cu)
@@ -41,9 +41,6 @@ std::vector<std::string> const& candidate_names();
 char const* kernel_name(Kernel k);
 
 char const* tile_shape_name(TileShape s);
-
-// Interleave handles a side of 2 .. kMaxChannels elements.
-constexpr int kMaxChannels = 8;
 
 struct Choice {
   Kernel kernel = Kernel::Aten;

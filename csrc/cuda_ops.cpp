@@ -40,7 +40,7 @@ void execute(Choice const& c, at::Tensor const& x, at::IntArrayRef perm, at::Ten
     case Kernel::Aten: return aten_permute_into(x, perm, out);
     case Kernel::Rows: C10_CUDA_CHECK(launch_rows(*c.problem, c.width, stream)); return;
     case Kernel::Tile: C10_CUDA_CHECK(launch_tile(*c.problem, c.width, c.shape, stream)); return;
-    case Kernel::Interleave: C10_CUDA_CHECK(launch_interleave(*c.problem, c.channels, c.pack, stream)); return;
+    case Kernel::Interleave: C10_CUDA_CHECK(launch_interleave(*c.problem, c.channels, c.pack, c.width, stream)); return;
     case Kernel::Box: C10_CUDA_CHECK(launch_box(*c.box, stream)); return;
     case Kernel::Tma: C10_CUDA_CHECK(launch_tma(*c.problem, c.width, stream)); return;
     case Kernel::Split: C10_CUDA_CHECK(launch_split(*c.split, c.width, stream)); return;

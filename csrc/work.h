@@ -19,6 +19,10 @@ namespace cute_transpose {
 // Dims of a permute after merging; a permute with more takes ATen's strided copy.
 constexpr int kMaxDims = 8;
 
+// The Interleave kernel takes a side of 2 .. kMaxChannels elements (of at most 128 bytes), in
+// 16-byte vectors up to kMaxVectorChannels.
+constexpr int kMaxChannels = 16, kMaxVectorChannels = 8;
+
 // One dim of the work, in elements. `out` is the output's stride (the output is contiguous).
 struct Dim {
   int64_t size = 1, in = 0, out = 0;

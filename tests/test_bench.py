@@ -12,7 +12,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import cases, summary, sweep_cases, tune_grid, tune_table  # noqa: E402
+from bench import cases, harness, summary, sweep_cases, tune_grid, tune_table  # noqa: E402
 from bench.cases import Cell, View  # noqa: E402
 from bench.harness import OpSpec, Result, make_input, run_cell, same_bits, slabs  # noqa: E402
 
@@ -208,6 +208,16 @@ def test_tune_grid_is_deterministic_and_covers_the_features():
                             if d not in (len(c.shape) - 1, c.dims[-1])) for c in tiny)
 
 
+def test_tune_keeps_a_few_shapes_of_every_chooser_class():
+    cells = tune_grid.tune_cells(1)[:40]
+    kind = {c: "rare" if i in (5, 30) else f"common{i % 3}" for i, c in enumerate(cells)}
+    picked = tune_grid.by_chooser_class(cells, kind.__getitem__, per_key=4, limit=100)
+    assert sorted(kind[c] for c in picked) == ["common0"] * 4 + ["common1"] * 4 + ["common2"] * 4 + ["rare"] * 2
+    assert [kind[c] for c in picked[:4]] == ["common0", "common1", "common2", "rare"]  # round-robin
+    assert picked[:3] == cells[:3] and len(set(picked)) == len(picked)
+    assert tune_grid.by_chooser_class(cells, kind.__getitem__, per_key=4, limit=5) == picked[:5]
+
+
 def tune_rows(key, ratios, status=None):
     cell = Cell("tune", key + str(len(ratios)) + str(sorted(ratios.items())), (2, 3), (1, 0),
                 "float32")
@@ -285,8 +295,25 @@ def test_tune_puts_kernels_that_lose_to_aten_after_it():
     assert tune_table.aggregate(results, ("tile", "padded", "aten"))[0].ranking == ["padded", "tile", "aten"]
 
 
+def test_a_class_of_few_shapes_ranks_on_its_neighbours_too():
+    assert tune_table.neighbours("t.e4.o2.i2.w16.f2.Ie.T") == [
+        "t.e4.o2.i2.w16.f2.Ie", "t.e4.o2.i2.w16.Ie", "t.e4.o2.i2.w16"]
+    assert tune_table.neighbours("t.e4.o2.i2.w16.I") == ["t.e4.o2.i2.w16"]
+    assert tune_table.neighbours("t.e4.o2.i2.w16.f1.Ig") == ["t.e4.o2.i2.w16.Ig", "t.e4.o2.i2.w16"]
+    assert tune_table.neighbours("c.e1.o0.w1") == []
+    results = tune_rows("t.k.Ie", {"split": 0.83, "interleave": 0.54, "aten": 0.90})
+    for i in range(5):
+        results += tune_rows("t.k", {"split": 0.85 + i / 100, "aten": 0.45})
+    by_key = {c.key: c for c in tune_table.aggregate(results, ("split", "interleave", "aten"))}
+    # alone, the one shape would rank aten first (0.90 vs 0.83)
+    assert by_key["t.k.Ie"].ranking[0] == "split" and by_key["t.k.Ie"].shapes == 6
+    assert by_key["t.k.Ie"].note.startswith("1 own, with t.k (5)")
+    assert by_key["t.k"].ranking == ["split", "aten"] and by_key["t.k"].shapes == 5
+
+
 def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path):
     from bench import tune
+    import cute_transpose
     rows = [{"case": "c", "shape": [4, 5], "dims": [1, 0], "dtype": "float32", "view": "", "kernel": k,
              "status": "ok", "ms": 1 / r, "ratio": r, "detail": "",
              "explain": {"class": "t.x", "kernel": "tile"} if k == "clone" else None}
@@ -298,6 +325,16 @@ def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path):
     assert tune.main(["--rerank", str(saved), "--out", str(tmp_path / "t.inc")]) == 0
     assert tune_table.parse_inc((tmp_path / "t.inc").read_text()) == [("t.x", "tile,aten")]
     assert "re-ranked from tune.json" in (tmp_path / "tune.md").read_text()
+    # --reclassify: the class this build's chooser gives a 4 x 5 float32 transpose, not "t.x"
+    assert tune.main(["--rerank", str(saved), "--reclassify", "--out", str(tmp_path / "t.inc")]) == 0
+    [(key, ranking)] = tune_table.parse_inc((tmp_path / "t.inc").read_text())
+    assert key == cute_transpose.explain(torch.empty(4, 5), (1, 0))["cuda"]["class"] and ranking == "tile,aten"
+
+
+@pytest.mark.parametrize("view", [View(), View("offset", 2, 1), View("step", 0, 3), View("transposed", 3, 1),
+                                  View("expand", 1), View("packed", 2, 3)], ids=lambda v: v.kind)
+def test_a_view_reads_back_from_its_text(view):
+    assert View.parse(view.text()) == view
 
 
 def test_rechoose_replays_the_chooser_on_a_saved_sweep():
@@ -315,4 +352,4 @@ def test_rechoose_replays_the_chooser_on_a_saved_sweep():
     x = torch.empty(1, 3, 224, 224, dtype=torch.uint8).expand(shape)
     assert r["now"] == cute_transpose.explain(x, dims)["cuda"]["kernel"]
     assert r["ran"] == "box" and rechoose.mark(r) == "+"  # 0.5 trails eager's 0.9
-    assert rechoose.meta_input(shape, "uint8", View(**view)).stride() == x.stride()
+    assert harness.meta_input(shape, "uint8", View(**view)).stride() == x.stride()

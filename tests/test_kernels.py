@@ -43,9 +43,16 @@ CASES = [
     # images: a side of 2..8 channels, interleaved on one end, planes on the other
     ((4, 3, 32, 48), (0, 2, 3, 1), "contiguous", {"interleave", "box"}),
     ((4, 32, 48, 3), (0, 3, 1, 2), "contiguous", {"interleave", "box"}),
-    ((2, 4, 52), (0, 2, 1), "sliced", {"interleave", "box"}),  # 52 pixels: a scalar tail
-    ((2, 8, 16, 16), (0, 2, 3, 1), "contiguous", {"interleave"}),
-    ((3, 5, 7, 2), (0, 3, 1, 2), "contiguous", {"box"}),  # odd planes: no 16-byte vectors
+    ((2, 4, 1076), (0, 2, 1), "sliced", {"interleave", "box"}),  # 1024 + 52 pixels: a scalar tail
+    ((2, 8, 32, 64), (0, 2, 3, 1), "contiguous", {"interleave"}),
+    ((2, 8, 16, 16), (0, 2, 3, 1), "contiguous", {"box"}),  # 256 pixels: under a quarter block (uint8)
+    # odd planes or unaligned rows: no 16-byte vectors, interleave one element per access
+    ((3, 37, 29, 5), (0, 3, 1, 2), "contiguous", {"interleave", "box"}),
+    ((1101, 5), (1, 0), "offset", {"interleave", "box"}),
+    ((5, 1101), (1, 0), "offset", {"interleave", "box"}),
+    ((2, 3, 2, 2000), (1, 0, 3, 2), "offset", {"interleave"}),  # a batch of 3 x 2000 at odd offsets
+    ((1101, 7), (1, 0), "sliced", {"interleave", "box"}),  # x[:, :7] of rows of 64: pixels 64 apart
+    ((3, 1101, 12), (0, 2, 1), "sliced", {"interleave"}),   # 12 channels
     # tall-skinny and short-wide matrices
     ((4096, 3), (1, 0), "contiguous", {"interleave", "box"}),
     ((3, 4096), (1, 0), "contiguous", {"interleave", "box"}),
@@ -95,8 +102,10 @@ def test_each_kernel_on_its_cases(case, dtype):
         ran.add(kernel)
         assert_bits_equal(out, ref)
     assert_bits_equal(cute_transpose.permute(x, dims), ref)
-    # 16-byte elements leave interleave out (one element per vector), TMA needs sm_90.
-    expected = {k for k in must_run if not (k == "interleave" and x.element_size() == 16)}
+    # TMA needs sm_90; interleave takes up to 128 bytes of channels (not 12 of 16 bytes).
+    expected = set(must_run)
+    if min(shape[-1], shape[dims[-1]]) * x.element_size() > 128:
+        expected.discard("interleave")
     if torch.cuda.get_device_capability()[0] < 9:
         expected.discard("tma")
     assert expected <= ran, f"{expected - ran} did not run"
@@ -125,7 +134,7 @@ def test_kernel_names_are_the_candidates():
 # explain()
 #
 
-CLASS_KEY = re.compile(r"^[ct]\.e(1|2|4|8|16)\.o[0-4](\.i[0-4])?\.w(0|1|2|4|8|16)(\.f[12])?(\.I)?(\.T)?$")
+CLASS_KEY = re.compile(r"^[ct]\.e(1|2|4|8|16)\.o[0-4](\.i[0-4])?\.w(0|1|2|4|8|16)(\.f[12])?(\.I[eg]?)?(\.T)?$")
 
 
 def test_explain_on_the_cpu_reports_aten_and_the_sm90_choice():
@@ -152,6 +161,31 @@ def test_explain_routes(shape, dims, route):
     assert info["route"] == route
     if route != "empty":
         assert CLASS_KEY.match(info["cuda"]["class"])
+
+
+VECTORS, ELEMENTS, GAPS = "16-byte vectors", "one element per access", "gaps"
+
+
+@pytest.mark.parametrize("shape, dims, view, dtype, mode", [
+    ((4, 32, 48, 3), (0, 3, 1, 2), "contiguous", torch.uint8, VECTORS),
+    ((4, 3, 32, 48), (0, 2, 3, 1), "contiguous", torch.float32, VECTORS),
+    ((1001, 5), (1, 0), "offset", torch.float32, ELEMENTS),   # rows start unaligned
+    ((3, 37, 29, 5), (0, 3, 1, 2), "contiguous", torch.int16, ELEMENTS),  # 1073-pixel planes
+    ((4, 3, 32, 48), (0, 2, 3, 1), "contiguous", torch.complex128, ELEMENTS),
+    ((640, 12), (1, 0), "contiguous", torch.float32, ELEMENTS),  # 12 channels: vectors take up to 8
+    ((640, 4), (1, 0), "sliced", torch.float32, GAPS),  # x[:, :4] of rows of 64
+])
+def test_interleave_moves_vectors_where_aligned_and_single_elements_elsewhere(shape, dims, view, dtype, mode):
+    info = cute_transpose.explain(view_of(view, shape, dtype, "cpu"), dims, kernel="interleave")["cuda"]
+    assert info["kernel"] == "interleave" and (ELEMENTS if mode == GAPS else mode) in info["config"], info
+    assert re.search({VECTORS: r"\.I(\.T)?$", ELEMENTS: r"\.Ie(\.T)?$", GAPS: r"\.Ig(\.T)?$"}[mode], info["class"]), info["class"]
+
+
+def test_interleave_leaves_batches_of_tiny_matrices_to_others():
+    x = torch.empty(2, 2234417, 4, dtype=torch.bfloat16).expand(2, 2234417, 4)  # 4 pixels each
+    with pytest.raises(RuntimeError, match="fewer than a quarter block of pixels"):
+        cute_transpose.explain(x, (2, 1, 0), kernel="interleave")
+    assert cute_transpose.explain(x, (2, 1, 0))["cuda"]["kernel"] != "interleave"
 
 
 def test_explain_defaults_to_the_transpose_of_the_last_two_dims():

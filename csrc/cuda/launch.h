@@ -34,9 +34,10 @@ cudaError_t launch_split(SplitProblem const& s, int width, cudaStream_t stream);
 // `width`-byte vectors (or single elements).
 cudaError_t launch_rows(Problem const& p, int width, cudaStream_t stream);
 
-// One side of `channels` elements, interleaved (interleave.cu): `pack` moves the planes (rows
-// of the Problem's m) into the interleaved output, or else the interleaved input (n) into planes.
-cudaError_t launch_interleave(Problem const& p, int channels, bool pack, cudaStream_t stream);
+// One side of `channels` elements, interleaved (interleave.cuh): `pack` moves the planes (rows
+// of the Problem's m) into the interleaved output, or else the interleaved input (n) into planes,
+// in 16-byte vectors (width 16) or one element per access (width = the element size).
+cudaError_t launch_interleave(Problem const& p, int channels, bool pack, int width, cudaStream_t stream);
 
 // Any permute as boxes staged through shared memory (box_transpose.cu).
 cudaError_t launch_box(BoxPlan const& b, cudaStream_t stream);

@@ -1,0 +1,258 @@
+// The Interleave kernel: a transpose with one side of C = 2..16 elements, where that side is
+// interleaved in its tensor -- images moving between NCHW (C planes of pixels) and NHWC (pixels
+// of C interleaved channels), tall-skinny and short-wide matrices. Tiling such a matrix leaves
+// its tiles almost empty (3 rows of 128), and reading 3 bytes per pixel is slow.
+//
+// A warp takes 32 * J consecutive pixels, which are C runs of 32 * J elements in the planes and
+// one run of 32 * J * C elements on the interleaved side; every global access of the warp stays
+// inside one of those runs. Two modes:
+//   vector   (C <= 8, planes 16-byte aligned) each lane moves one 16-byte vector per plane and C
+//            consecutive vectors of the interleaved side, shuffled (C x K) -> (K x C) in
+//            registers (byte permutes for 1- and 2-byte elements);
+//            J = K = 16 / E;
+//   element  (any alignment, any element size, C * E <= 128 bytes, pixels any distance apart on
+//            the interleaved side) one element per access, the run staged in shared memory;
+//            J = K, or fewer where a warp's run would pass 4 KiB.
+//   pack    planes -> interleaved: the Problem's m is the C planes (rows), n the pixels;
+//   unpack  interleaved -> planes: n is the C channels (cols), m the pixels.
+// In vector mode, pixels past the last whole vector of a row are moved one element at a time.
+#pragma once
+
+#include "launch.h"
+#include "vector_tile.cuh"
+
+namespace cute_transpose {
+namespace interleave_detail {
+
+using Vec = Words<16>;
+constexpr int kThreads = 256;
+
+// Element i (of E bytes, E <= 4) of a vector, in the low bits of a word.
+template <int E>
+CUTE_DEVICE uint32_t element(Vec const& v, int i) {
+  constexpr int kPerWord = 4 / E;
+  uint32_t const w = v.word[i / kPerWord];
+  return E == 4 ? w : (w >> (8 * E * (i % kPerWord))) & ((1u << (8 * E)) - 1);
+}
+
+// The C x K shuffle. Element q of the interleaved side (C vectors, concatenated) is channel
+// q % C of pixel q / C; element x of plane c is pixel x of channel c.
+//   pack:   out (interleaved) element q = in[q % C] (planes) element q / C
+//   unpack: out[c] (planes) element x   = in (interleaved) element x * C + c
+template <int E, int C, bool kPack>
+CUTE_DEVICE void shuffle(Vec const (&in)[C], Vec (&out)[C]) {
+  constexpr int K = 16 / E;
+  auto source = [](int q, int& vec, int& elem) {  // q: linear index on the output side
+    int const s = kPack ? (q % C) * K + q / C : (q % K) * C + q / K;
+    vec = s / K;
+    elem = s % K;
+  };
+  if constexpr (E >= 4) {
+    constexpr int kWords = E / 4;
+    CUTE_UNROLL
+    for (int q = 0; q < C * K; ++q) {
+      int vec, elem;
+      source(q, vec, elem);
+      CUTE_UNROLL
+      for (int w = 0; w < kWords; ++w) out[q / K].word[(q % K) * kWords + w] = in[vec].word[elem * kWords + w];
+    }
+  } else {
+    constexpr int kPerWord = 4 / E;
+    CUTE_UNROLL
+    for (int w = 0; w < 4 * C; ++w) {  // output words
+      uint32_t word = 0;
+      CUTE_UNROLL
+      for (int k = 0; k < kPerWord; ++k) {
+        int vec, elem;
+        source(w * kPerWord + k, vec, elem);
+        word |= element<E>(in[vec], elem) << (8 * E * k);
+      }
+      out[w / 4].word[w % 4] = word;
+    }
+  }
+}
+
+// Vector mode (16-byte aligned planes). Both global sides move in whole 16-byte vectors. Each
+// lane's C vectors on the interleaved side lie C vectors apart from the next lane's, so a warp
+// that read or wrote them straight would leave every 32-byte sector half used per access; the
+// warp stages its C * 32 vectors of the interleaved side in shared memory and moves that run
+// lane by lane instead (pack: after the shuffle, unpack: before it).
+template <class T, int C, bool kPack>
+CUTE_DEVICE void move_vectors(T const* from, T* to, int64_t plane_stride, int64_t pixels, int64_t x0, int lane,
+                              Vec* stage) {
+  constexpr int K = 16 / int(sizeof(T));
+  int64_t const warp_x0 = x0 - lane * K;
+  bool const whole_warp = warp_x0 + 32 * K <= pixels;  // the same for every lane of the warp
+  if (x0 + K > pixels) {  // past the last whole vector: one element at a time
+    for (int64_t x = x0; x < pixels; ++x)
+      CUTE_UNROLL
+      for (int c = 0; c < C; ++c) {
+        if (kPack) to[x * C + c] = from[c * plane_stride + x];
+        else to[c * plane_stride + x] = from[x * C + c];
+      }
+    return;
+  }
+  Vec in[C], shuffled[C];
+  if (!kPack && whole_warp) {
+    Vec const* run = reinterpret_cast<Vec const*>(from + warp_x0 * C);
+    CUTE_UNROLL
+    for (int c = 0; c < C; ++c) stage[c * 32 + lane] = run[c * 32 + lane];
+    __syncwarp();
+    CUTE_UNROLL
+    for (int c = 0; c < C; ++c) in[c] = stage[lane * C + c];
+    __syncwarp();  // the stage is reused below and by the next block's pixels
+  } else {
+    CUTE_UNROLL
+    for (int c = 0; c < C; ++c)
+      in[c] = kPack ? *reinterpret_cast<Vec const*>(from + c * plane_stride + x0)
+                    : *reinterpret_cast<Vec const*>(from + x0 * C + c * K);
+  }
+  shuffle<int(sizeof(T)), C, kPack>(in, shuffled);
+  if (kPack && whole_warp) {
+    CUTE_UNROLL
+    for (int c = 0; c < C; ++c) stage[lane * C + c] = shuffled[c];
+    __syncwarp();
+    Vec* run = reinterpret_cast<Vec*>(to + warp_x0 * C);
+    CUTE_UNROLL
+    for (int c = 0; c < C; ++c) run[c * 32 + lane] = stage[c * 32 + lane];
+    __syncwarp();
+  } else {
+    CUTE_UNROLL
+    for (int c = 0; c < C; ++c)
+      *reinterpret_cast<Vec*>(kPack ? to + x0 * C + c * K : to + c * plane_stride + x0) = shuffled[c];
+  }
+}
+
+// Element mode (any alignment, any element size, and pixels on the interleaved side any
+// distance apart: a slice x[:, :C] of wider rows too). A warp moves its 32 * K pixels one element
+// per access, so that every access of the warp stays in one run: the interleaved run of
+// 32 * K * C elements on one side (with gaps when pixels are more than C apart), C runs of
+// 32 * K pixels on the other. Shared memory
+// holds the run in the interleaved order, with one element of padding after every 32, so the
+// lanes that walk a plane through it (C elements apart) fall on different banks.
+CUTE_DEVICE int padded(int q) { return q + q / 32; }
+
+// Pixels per lane: K = 16 / E (as in vector mode) while a warp's run stays within 4 KiB.
+template <class T, int C, bool kVector>
+constexpr int pixels_per_lane() {
+  constexpr int E = int(sizeof(T)), K = 16 / E > 1 ? 16 / E : 1, fit = 128 / (C * E);
+  static_assert(C * E <= 128, "element mode takes runs of up to 128 bytes per pixel");
+  return kVector || fit >= K ? K : fit;
+}
+
+// kGaps: pixels lie `pixel_stride` apart on the interleaved side, not C. Without gaps, every
+// offset into the run is a constant of the unrolled loops, which the compiler folds into the
+// accesses; with them, each takes its own 64-bit arithmetic and registers. The two are separate
+// kernels: on the H100, one kernel holding both forms (and so the registers of the general one)
+// unpacked (7698931, 5) float32 at 0.82 of clone and (7840857, 3) uint8 at 0.29, the gap-free
+// kernel alone at 0.96 and 0.95.
+template <class T, int C, bool kPack, bool kGaps>
+CUTE_DEVICE void move_elements(T const* from, T* to, int64_t plane_stride, int64_t pixel_stride, int64_t pixels,
+                               int64_t warp_x0, int lane, T* stage) {
+  constexpr int K = pixels_per_lane<T, C, false>();
+  int64_t const left = pixels - warp_x0;
+  int const n = left < 32 * K ? int(left) : 32 * K;  // pixels of this warp; n <= 0: none
+  int64_t const stride = kGaps ? pixel_stride : C;
+  // Element q of the warp's interleaved run: channel q % C of pixel q / C.
+  auto at = [&](int q) { return kGaps ? (q / C) * stride + q % C : int64_t(q); };
+  T const* planes = from + warp_x0;
+  T* run = to + warp_x0 * stride;
+  if (kPack) {
+    CUTE_UNROLL
+    for (int c = 0; c < C; ++c)
+      CUTE_UNROLL
+      for (int j = 0; j < K; ++j)
+        if (int const x = j * 32 + lane; x < n) stage[padded(x * C + c)] = planes[c * plane_stride + x];
+    __syncwarp();
+    CUTE_UNROLL
+    for (int i = 0; i < C * K; ++i)
+      if (int const q = i * 32 + lane; q < n * C) run[at(q)] = stage[padded(q)];
+  } else {
+    T const* in_run = from + warp_x0 * stride;
+    T* out_planes = to + warp_x0;
+    CUTE_UNROLL
+    for (int i = 0; i < C * K; ++i)
+      if (int const q = i * 32 + lane; q < n * C) stage[padded(q)] = in_run[at(q)];
+    __syncwarp();
+    CUTE_UNROLL
+    for (int c = 0; c < C; ++c)
+      CUTE_UNROLL
+      for (int j = 0; j < K; ++j)
+        if (int const x = j * 32 + lane; x < n) out_planes[c * plane_stride + x] = stage[padded(x * C + c)];
+  }
+  __syncwarp();  // the stage is reused by the next block's pixels
+}
+
+// Both modes: block t of a matrix takes pixels [t * kThreads * J, (t + 1) * kThreads * J), each
+// warp 32 * J of them, each lane (vector mode) J.
+template <class T, int C, bool kPack, bool kVector, bool kGaps>
+__global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks_per_matrix) {
+  constexpr int K = pixels_per_lane<T, C, kVector>();
+  constexpr int kWarps = kThreads / 32;
+  using Staged = cute::conditional_t<kVector, Vec, T>;
+  constexpr int kStaged = kVector ? 32 * C : 33 * K * C;  // per warp
+  // Raw bytes: a 16-byte element type has constructors, which __shared__ variables may not run.
+  __shared__ alignas(16) unsigned char raw[kWarps * kStaged * sizeof(Staged)];
+  int const lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  Staged* const stage = reinterpret_cast<Staged*>(raw) + warp * kStaged;
+  int64_t const pixels = kPack ? p.cols : p.rows;
+  int64_t const plane_stride = kPack ? p.row_stride : p.out_col_stride;  // elements between planes
+  int64_t const pixel_stride = kPack ? p.out_col_stride : p.row_stride;  // on the interleaved side
+  T const* src = static_cast<T const*>(p.src);
+  T* dst = static_cast<T*>(p.dst);
+  int64_t const blocks = p.batch.count * blocks_per_matrix;
+  for (int64_t t = blockIdx.x; t < blocks; t += gridDim.x) {
+    Offsets const at = p.batch(t / blocks_per_matrix);
+    int64_t const x0 = ((t % blocks_per_matrix) * kThreads + threadIdx.x) * K;  // this lane's first pixel
+    if constexpr (kVector)
+      move_vectors<T, C, kPack>(src + at.in, dst + at.out, plane_stride, pixels, x0, lane, stage);
+    else
+      move_elements<T, C, kPack, kGaps>(src + at.in, dst + at.out, plane_stride, pixel_stride, pixels, x0 - lane * K,
+                                        lane, stage);
+  }
+}
+
+template <class T, int C, bool kPack, bool kVector>
+cudaError_t launch_with(Problem const& p, cudaStream_t stream) {
+  constexpr int K = pixels_per_lane<T, C, kVector>();
+  int64_t const pixels = kPack ? p.cols : p.rows;
+  int64_t const per_matrix = ((pixels + K - 1) / K + kThreads - 1) / kThreads;
+  int64_t const blocks = p.batch.count * per_matrix;
+  auto kernel = interleave<T, C, kPack, kVector, false>;
+  if constexpr (!kVector)  // vector mode has no gaps (the chooser checked)
+    if ((kPack ? p.out_col_stride : p.row_stride) != C) kernel = interleave<T, C, kPack, false, true>;
+  kernel<<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), kThreads, 0, stream>>>(p, per_matrix);
+  return cudaGetLastError();
+}
+
+// C = `channels`, of 2 .. kMaxChannels (element mode, C * E <= 128) or .. kMaxVectorChannels.
+template <class T, bool kPack, bool kVector, int C = 2>
+cudaError_t launch_channels(Problem const& p, int channels, cudaStream_t stream) {
+  constexpr int kMax = kVector ? kMaxVectorChannels : (128 / int(sizeof(T)) < kMaxChannels ? 128 / int(sizeof(T)) : kMaxChannels);
+  if (channels == C) return launch_with<T, C, kPack, kVector>(p, stream);
+  if constexpr (C < kMax) return launch_channels<T, kPack, kVector, C + 1>(p, channels, stream);
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace interleave_detail
+
+// The chooser (choose.cpp, interleave_width) checked the layout, and for 16-byte vectors the
+// alignment; `width` is 16 for vector mode, the element size for element mode (a 16-byte
+// element is its own vector: element mode).
+template <class T>
+cudaError_t launch_interleave_for(Problem const& p, int channels, bool pack, int width, cudaStream_t stream) {
+  using namespace interleave_detail;
+  if constexpr (sizeof(T) <= 8) {
+    if (width > int(sizeof(T)))
+      return pack ? launch_channels<T, true, true>(p, channels, stream) : launch_channels<T, false, true>(p, channels, stream);
+  }
+  return pack ? launch_channels<T, true, false>(p, channels, stream) : launch_channels<T, false, false>(p, channels, stream);
+}
+
+cudaError_t launch_interleave_e1(Problem const& p, int channels, bool pack, int width, cudaStream_t stream);
+cudaError_t launch_interleave_e2(Problem const& p, int channels, bool pack, int width, cudaStream_t stream);
+cudaError_t launch_interleave_e4(Problem const& p, int channels, bool pack, int width, cudaStream_t stream);
+cudaError_t launch_interleave_e8(Problem const& p, int channels, bool pack, int width, cudaStream_t stream);
+cudaError_t launch_interleave_e16(Problem const& p, int channels, bool pack, int width, cudaStream_t stream);
+
+}  // namespace cute_transpose

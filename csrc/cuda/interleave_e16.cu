@@ -1,0 +1,10 @@
+// The Interleave kernel for 16-byte elements (interleave.cuh).
+#include "interleave.cuh"
+
+namespace cute_transpose {
+
+cudaError_t launch_interleave_e16(Problem const& p, int channels, bool pack, int width, cudaStream_t stream) {
+  return launch_interleave_for<cute::uint128_t>(p, channels, pack, width, stream);
+}
+
+}  // namespace cute_transpose
