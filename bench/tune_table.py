@@ -13,10 +13,10 @@ from typing import Iterable, Optional
 from bench.summary import by_cell, geomean
 
 # A class measured on fewer shapes also ranks its kernels on the shapes of its nearest classes
-# (`neighbours`), so that one noisy shape does not decide it: on the H100, a class of one float32
-# shape ranked ATen's copy (0.90) over the split tile (0.83), which led its neighbour class on
-# all 6 of that one's shapes by up to 2x, and the permutation table's rank-5 float32 row in that
-# class ran at 0.77 instead of the split tile's 0.90.
+# (`neighbours`), so that one shape does not decide it alone. On the H100 run, holding out each
+# tuning shape and ranking its class without it, pooling neither helped nor hurt (the pick
+# reached 0.896 of the best kernel with it, 0.897 without); a permutation-table row of a pooled
+# class ran `padded` at 0.39, where ATen's copy reaches 0.77.
 FEW_SHAPES = 3
 # Kernels within TIE of each other's rank score are ordered by PREFERENCE: the same kernel then
 # wins on a tie in every run (2%: the spread between runs of the same cell on the H100). The

@@ -127,9 +127,9 @@ CUTE_DEVICE void move_vectors(T const* from, T* to, int64_t plane_stride, int64_
 // distance apart: a slice x[:, :C] of wider rows too). A warp moves its 32 * K pixels one element
 // per access, so that every access of the warp stays in one run: the interleaved run of
 // 32 * K * C elements on one side (with gaps when pixels are more than C apart), C runs of
-// 32 * K pixels on the other. Shared memory
-// holds the run in the interleaved order, with one element of padding after every 32, so the
-// lanes that walk a plane through it (C elements apart) fall on different banks.
+// 32 * K pixels on the other. Shared memory holds the run in the interleaved order, with one
+// element of padding after every 32, so the lanes that walk a plane through it (C elements
+// apart) fall on different banks.
 CUTE_DEVICE int padded(int q) { return q + q / 32; }
 
 // Pixels per lane: K = 16 / E (as in vector mode) while a warp's run stays within 4 KiB.
@@ -145,7 +145,7 @@ constexpr int pixels_per_lane() {
 // accesses; with them, each takes its own 64-bit arithmetic and registers. The two are separate
 // kernels: on the H100, one kernel holding both forms (and so the registers of the general one)
 // unpacked (7698931, 5) float32 at 0.82 of clone and (7840857, 3) uint8 at 0.29, the gap-free
-// kernel alone at 0.96 and 0.95.
+// kernel alone at 0.95 and 0.95.
 template <class T, int C, bool kPack, bool kGaps>
 CUTE_DEVICE void move_elements(T const* from, T* to, int64_t plane_stride, int64_t pixel_stride, int64_t pixels,
                                int64_t warp_x0, int lane, T* stage) {
