@@ -45,8 +45,8 @@ from bench.harness import (OpSpec, Progress, Result, do_bench_timer, ext,  # noq
 from bench.ops import CLONE  # noqa: E402
 from bench.report import sanitize  # noqa: E402
 from bench.tune_grid import TUNE_SEED, by_chooser_class, tune_cells  # noqa: E402
-from bench.tune_table import (SavedResult, aggregate, inc_text, report_markdown,  # noqa: E402
-                              saved_results, tune_json)
+from bench.tune_table import (SavedResult, aggregate, holdout, inc_text,  # noqa: E402
+                              report_markdown, saved_results, tune_json)
 
 DRY_MAX_NUMEL = 1 << 12
 
@@ -215,6 +215,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--reclassify", action="store_true",
                    help="with --rerank: put each saved shape in the class this build's chooser "
                         "gives it (after a change of the class key), not the saved one")
+    p.add_argument("--holdout", action="store_true",
+                   help="with --rerank: also print how the ranking rules do on shapes left out of "
+                        "their class, one at a time")
     p.add_argument("--dry-run", action="store_true",
                    help="on the CPU, tiny shapes, perf_counter timing; writes under /tmp/tune-dry")
     p.add_argument("--fake", action="store_true",
@@ -248,6 +251,8 @@ def rerank(args: argparse.Namespace) -> int:
             sys.exit("tune.py: --reclassify needs this build's chooser (cute_transpose.explain)")
         results = reclassified(results, chooser.classify)
     classes = aggregate(results, tuple(meta["kernels"]))
+    if args.holdout:
+        print(holdout(results, tuple(meta["kernels"])).text())
     out = args.out or REPO_ROOT / "csrc" / "tuning" / "sm_90.inc"
     report = args.report or args.rerank.with_suffix(".md")
     for path, text in ((out, inc_text(classes, meta)), (report, report_markdown(classes, meta))):

@@ -14,9 +14,9 @@ from bench.summary import by_cell, geomean
 
 # A class measured on fewer shapes also ranks its kernels on the shapes of its nearest classes
 # (`neighbours`), so that one shape does not decide it alone. On the H100 run, holding out each
-# tuning shape and ranking its class without it, pooling neither helped nor hurt (the pick
-# reached 0.896 of the best kernel with it, 0.897 without); a permutation-table row of a pooled
-# class ran `padded` at 0.39, where ATen's copy reaches 0.77.
+# tuning shape and ranking its class without it (`holdout`), pooling neither helped nor hurt (the
+# pick reached 0.896 of the best kernel with it, 0.897 without); a permutation-table row of a
+# pooled class ran `padded` at 0.39, where ATen's copy reaches 0.77.
 FEW_SHAPES = 3
 # Kernels within TIE of each other's rank score are ordered by PREFERENCE: the same kernel then
 # wins on a tie in every run (2%: the spread between runs of the same cell on the H100). The
@@ -122,6 +122,47 @@ def aggregate(results: Iterable, kernels: tuple[str, ...]) -> list[ClassResult]:
             c.note = "; ".join(filter(None, [f"{len(groups[key])} own, with " + ", ".join(pooled), c.note]))
         classes.append(c)
     return classes
+
+
+@dataclass
+class Holdout:
+    """How the ranking rules generalise: each shape held out in turn, its class ranked without
+    it, and the held-out shape run by that ranking's first kernel that ran it."""
+    shapes: int
+    vs_best: float       # geomean of the pick's ratio over the best kernel's, on that shape
+    vs_aten: float       # geomean of the pick's ratio over ATen's copy's
+    slower_than_aten: int  # picks slower than ATen's copy by more than GUARD
+
+    def text(self) -> str:
+        return (f"{self.shapes} shapes held out: the pick reaches {self.vs_best:.3f} of the best "
+                f"kernel and {self.vs_aten:.3f} x ATen's copy; slower than ATen's copy by more "
+                f"than {GUARD:.0%} on {self.slower_than_aten}")
+
+
+def holdout(results: Iterable, kernels: tuple[str, ...]) -> Holdout:
+    """Leave-one-out over the shapes of `results` (see Holdout)."""
+    cells = by_cell(results)
+    keys = {cell: class_key(row) for cell, row in cells.items()}
+    members: dict[str, list] = collections.defaultdict(list)
+    for cell, key in keys.items():
+        members[key].append(cell)
+    vs_best, vs_aten, slower = [], [], 0
+    for cell, row in cells.items():
+        key = keys[cell]
+        if key is None:
+            continue
+        others = [r for k in (key, *neighbours(key)) for c in members.get(k, ()) if c != cell
+                  for r in cells[c].values()]
+        ranking = {c.key: c.ranking for c in aggregate(others, kernels)}.get(key, ["aten"])
+        ok = {k: r.ratio for k, r in row.items() if k in kernels and r.status == "ok" and r.ratio}
+        pick = next((k for k in ranking if k in ok), "aten" if "aten" in ok else None)
+        if pick is None:
+            continue
+        vs_best.append(ok[pick] / max(ok.values()))
+        if "aten" in ok:
+            vs_aten.append(ok[pick] / ok["aten"])
+            slower += ok[pick] < (1 - GUARD) * ok["aten"]
+    return Holdout(len(vs_best), geomean(vs_best), geomean(vs_aten), slower)
 
 
 def score(rows: list[dict], kernel: str) -> KernelScore:

@@ -311,6 +311,21 @@ def test_a_class_of_few_shapes_ranks_on_its_neighbours_too():
     assert by_key["t.k"].ranking == ["split", "aten"] and by_key["t.k"].shapes == 5
 
 
+def test_holdout_ranks_each_shape_without_it():
+    results = []
+    for i in range(3):  # "split" wins each shape, by a little less each time
+        results += tune_rows("t.k", {"split": 0.9 - i / 100, "aten": 0.5})
+    results += tune_rows("t.k", {"split": 0.4, "aten": 0.8})  # a shape where aten wins
+    h = tune_table.holdout(results, ("split", "aten"))
+    # Holding out a split shape leaves the aten shape among the others: split loses to aten on 1
+    # of 3 (over the guard's fifth), so aten ranks first and runs the held-out shape. Holding out
+    # the aten shape leaves three split wins: split runs it, at half aten's speed.
+    assert h.shapes == 4 and h.slower_than_aten == 1
+    assert h.vs_best == pytest.approx((0.5 / 0.9 * 0.5 / 0.89 * 0.5 / 0.88 * 0.5) ** 0.25)
+    assert h.vs_aten == pytest.approx(0.5 ** (1 / 4))
+    assert "4 shapes held out" in h.text()
+
+
 def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path):
     from bench import tune
     import cute_transpose
