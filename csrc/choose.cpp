@@ -106,6 +106,20 @@ int interleave_width(Problem const& p, bool pack, std::string* why) {
   return ok ? 16 : int(E);
 }
 
+// The interleave kernel on p: packing if it can, else unpacking; width 0 (and the packing
+// side's reason in *why) when neither runs. `gaps`: pixels lie further apart than C.
+struct InterleaveFit {
+  int width = 0;
+  bool pack = false, gaps = false;
+};
+InterleaveFit interleave_fit(Problem const& p, std::string* why) {
+  std::string why_unpack;
+  for (bool pack : {true, false})
+    if (int const width = interleave_width(p, pack, pack ? why : &why_unpack))
+      return {width, pack, pack ? p.out_col_stride != p.rows : p.row_stride != p.cols};
+  return {};
+}
+
 // TMA: sm_90, a transpose whose output rows are whole 16-byte multiples, one batch dim, and
 // coordinates below 2^31.
 bool tma_fits(Problem const& p, Device const& d, std::string* why) {
@@ -378,9 +392,9 @@ Class classify(Plan const& plan, Device const& device) {
   if (!plan.copy_route()) {
     if (c.width) c.fill = fill_bucket(tile_fill(p->rows, p->cols, tile_dims(p->element_size, c.width, tile_shape(*p, c.width))));
     std::string why;
-    bool const pack = interleave_width(*p, true, &why) > 0;
-    c.interleave = interleave_width(*p, pack, &why);
-    c.gaps = c.interleave && (pack ? p->out_col_stride != p->rows : p->row_stride != p->cols);
+    InterleaveFit const fit = interleave_fit(*p, &why);
+    c.interleave = fit.width;
+    c.gaps = fit.gaps;
     c.tma = tma_fits(*p, device, &why);
   }
   return c;
@@ -544,10 +558,11 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       return c;
     case Kernel::Interleave: {
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
-      std::string why_unpack;
-      if ((c.width = interleave_width(p, true, why))) c.pack = true, c.channels = int(p.rows);
-      else if ((c.width = interleave_width(p, false, &why_unpack))) c.pack = false, c.channels = int(p.cols);
-      else return std::nullopt;
+      InterleaveFit const fit = interleave_fit(p, why);
+      if (!fit.width) return std::nullopt;
+      c.width = fit.width;
+      c.pack = fit.pack;
+      c.channels = int(fit.pack ? p.rows : p.cols);
       // A block takes up to 256 * K pixels of one matrix. Like the tile kernels, it runs only
       // where its blocks are at least a quarter full: a batch of 2.2M matrices of 4 pixels (the
       // sweep's expanded (2, 2234417, 4) bfloat16 permute) ran at 0.001 of clone, ATen's copy
