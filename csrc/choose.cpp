@@ -362,23 +362,27 @@ int fill_bucket(double fill) { return fill >= 0.9 ? 0 : fill >= 0.6 ? 1 : 2; }
 
 // A plan's shape class (class_key in words): the route, the element size, the byte-length
 // buckets of the output's and the input's innermost dims, the tile (or rows) kernel's widest
-// vector, how full its tiles would be (".f1", ".f2"; nothing when at least 90% full), and which
-// of the kernels with narrow domains can run it (interleave, TMA), so that the shapes of one
-// class share one set of candidates. Interleave counts three times: ".I" in 16-byte vectors,
+// vector, how full its tiles would be (".f1", ".f2"; nothing when at least 90% full), and
+// whether the interleave kernel can run it. Interleave counts three times: ".I" in 16-byte vectors,
 // ".Ie" one element per access (for 1-byte elements on the H100, 0.46 of clone where vectors
 // reach 0.97), ".Ig" one element per access with gaps between pixels (0.5-0.8 where the others
-// reach 0.8-1.0).
+// reach 0.8-1.0). ".b" marks a broadcast input (a dim of two or more elements with input
+// stride 0, such as an expand()ed view): its reads come from a small footprint, and ATen's copy
+// ran such shapes at 1.15-1.2 of clone where the tile kernel ran 0.7, in a class whose other
+// shapes ran ATen's copy at 0.4. Whether TMA can run a shape is left out: on the H100 run,
+// leave-one-out with a TMA flag in the key picked 0.874 of the best kernel, without it 0.895
+// (the flag halved classes whose shapes wanted the same kernel).
 struct Class {
   bool copy;
   int element_size, out_bucket, in_bucket, width, fill;
   int interleave;  // 0: cannot run; else its width (16: vectors)
   bool gaps;       // interleave's pixels lie further apart than C
-  bool tma;
+  bool broadcast;  // some dim of size > 1 has input stride 0
   std::string text() const {
     return std::string(copy ? "c" : "t") + ".e" + std::to_string(element_size) + ".o" + std::to_string(out_bucket) +
            (copy ? "" : ".i" + std::to_string(in_bucket)) + ".w" + std::to_string(width) +
            (fill ? ".f" + std::to_string(fill) : "") +
-           (interleave ? interleave > element_size ? ".I" : gaps ? ".Ig" : ".Ie" : "") + (tma ? ".T" : "");
+           (interleave ? interleave > element_size ? ".I" : gaps ? ".Ig" : ".Ie" : "") + (broadcast ? ".b" : "");
   }
 };
 
@@ -386,6 +390,7 @@ Class classify(Plan const& plan, Device const& device) {
   int64_t const E = plan.element_size;
   Class c{plan.copy_route(), int(E), bucket(plan.dims[plan.m].size * E),
           plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0, 0, 0, false, false};
+  for (int i = 0; i < plan.rank; ++i) c.broadcast |= plan.dims[i].size > 1 && plan.dims[i].in == 0;
   auto const p = plan.copy_route() ? rows_problem(plan) : matrix_problem(plan);
   if (!p) return c;
   c.width = plan.copy_route() ? rows_width(*p) : tile_width(*p);
@@ -395,7 +400,6 @@ Class classify(Plan const& plan, Device const& device) {
     InterleaveFit const fit = interleave_fit(*p, &why);
     c.interleave = fit.width;
     c.gaps = fit.gaps;
-    c.tma = tma_fits(*p, device, &why);
   }
   return c;
 }
@@ -598,13 +602,16 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
 
 Choice choose(Plan const& plan, Device const& device, bool explain) {
   Class cls = classify(plan, device);
-  std::string key = cls.text();
+  std::string const own = cls.text();
+  std::string key = own;
   Table const* table = table_for(device.arch);
   auto row = table ? table->find(key) : Table::const_iterator{};
   // A class the table lacks takes the ranking of its nearest measured neighbour: the same
-  // class without TMA (TMA only adds a candidate), then with fuller tiles.
-  for (auto drop : {+[](Class& c) { return std::exchange(c.tma, false); },
-                    +[](Class& c) { return std::exchange(c.fill, 0) != 0; }}) {
+  // class without broadcast, then with fuller tiles, then without the interleave flag (the
+  // order of bench/tune_table.py's neighbours()).
+  for (auto drop : {+[](Class& c) { return std::exchange(c.broadcast, false); },
+                    +[](Class& c) { return std::exchange(c.fill, 0) != 0; },
+                    +[](Class& c) { return std::exchange(c.interleave, 0) != 0; }}) {
     if (!table || row != table->end()) break;
     if (!drop(cls)) continue;
     key = cls.text();
@@ -618,9 +625,10 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
     std::string why;
     if (auto c = force(plan, k, device, explain ? &why : nullptr)) {
       if (explain) {
-        c->key = key;
+        c->key = own;  // the plan's own class, which tuning groups its shapes by
         c->reason = tuned ? "tuned for sm_" + std::to_string(device.arch) + ": class " + key + " ranks " + row->second.text
                           : "rule: class " + key + " has no tuning entry for sm_" + std::to_string(device.arch);
+        if (tuned && key != own) c->reason += " (the table has no class " + own + ")";
         if (!skipped.empty()) c->reason += "; skipped " + skipped;
       }
       return *c;

@@ -281,22 +281,29 @@ def test_tune_breaks_ties_by_preference():
 
 
 def test_tune_puts_kernels_that_lose_to_aten_after_it():
-    # split wins on average but loses to aten by over 5% on 1 of 2 shapes (more than a fifth)
+    # split wins on average but loses to aten by 14% on 1 of 2 shapes: its shortfall, the
+    # geomean of min(split / aten, 1), is 0.93, worse than 1 - GUARD
     results = (tune_rows("k", {"split": 0.95, "box": 0.5, "aten": 0.40})
                + tune_rows("k", {"split": 0.60, "box": 0.5, "aten": 0.70}))
     c = tune_table.aggregate(results, ("split", "box", "aten"))[0]
     assert c.ranking == ["aten", "split", "box"]
-    # one loss in six shapes is allowed: the kernel stays first, and the note says so
+    # the same loss in one of six shapes is a shortfall of 0.975: the kernel stays first, and
+    # the note says so
     results = sum((tune_rows("k", {"tile": 0.95, "aten": 0.5 + i / 100}) for i in range(5)), [])
     results += tune_rows("k", {"tile": 0.60, "aten": 0.70})
     c = tune_table.aggregate(results, ("tile", "aten"))[0]
     assert c.ranking == ["tile", "aten"] and "slower than aten tile on 1/6" in c.note
+    # a 9% loss on one of two shapes (shortfall 0.954) keeps a kernel that wins big on the other
+    results = (tune_rows("k", {"tile": 0.80, "aten": 0.10})
+               + tune_rows("k", {"tile": 1.05, "aten": 1.15}))
+    assert tune_table.aggregate(results, ("tile", "aten"))[0].ranking == ["tile", "aten"]
+    assert tune_table.shortfall([8.0, 1.05 / 1.15]) == pytest.approx((1.05 / 1.15) ** 0.5)
     results = tune_rows("t", {"padded": 0.99, "tile": 0.90, "aten": 0.40})
     assert tune_table.aggregate(results, ("tile", "padded", "aten"))[0].ranking == ["padded", "tile", "aten"]
 
 
 def test_a_class_of_few_shapes_ranks_on_its_neighbours_too():
-    assert tune_table.neighbours("t.e4.o2.i2.w16.f2.Ie.T") == [
+    assert tune_table.neighbours("t.e4.o2.i2.w16.f2.Ie.b") == [
         "t.e4.o2.i2.w16.f2.Ie", "t.e4.o2.i2.w16.Ie", "t.e4.o2.i2.w16"]
     assert tune_table.neighbours("t.e4.o2.i2.w16.I") == ["t.e4.o2.i2.w16"]
     assert tune_table.neighbours("t.e4.o2.i2.w16.f1.Ig") == ["t.e4.o2.i2.w16.Ig", "t.e4.o2.i2.w16"]

@@ -134,7 +134,7 @@ def test_kernel_names_are_the_candidates():
 # explain()
 #
 
-CLASS_KEY = re.compile(r"^[ct]\.e(1|2|4|8|16)\.o[0-4](\.i[0-4])?\.w(0|1|2|4|8|16)(\.f[12])?(\.I[eg]?)?(\.T)?$")
+CLASS_KEY = re.compile(r"^[ct]\.e(1|2|4|8|16)\.o[0-4](\.i[0-4])?\.w(0|1|2|4|8|16)(\.f[12])?(\.I[eg]?)?(\.b)?$")
 
 
 def test_explain_on_the_cpu_reports_aten_and_the_sm90_choice():
@@ -178,7 +178,13 @@ VECTORS, ELEMENTS, GAPS = "16-byte vectors", "one element per access", "gaps"
 def test_interleave_moves_vectors_where_aligned_and_single_elements_elsewhere(shape, dims, view, dtype, mode):
     info = cute_transpose.explain(view_of(view, shape, dtype, "cpu"), dims, kernel="interleave")["cuda"]
     assert info["kernel"] == "interleave" and (ELEMENTS if mode == GAPS else mode) in info["config"], info
-    assert re.search({VECTORS: r"\.I(\.T)?$", ELEMENTS: r"\.Ie(\.T)?$", GAPS: r"\.Ig(\.T)?$"}[mode], info["class"]), info["class"]
+    assert re.search({VECTORS: r"\.I(\.b)?$", ELEMENTS: r"\.Ie(\.b)?$", GAPS: r"\.Ig(\.b)?$"}[mode], info["class"]), info["class"]
+
+
+def test_class_key_marks_broadcast_inputs():
+    x = torch.empty(64, 1, 32).expand(64, 180, 32)  # input stride 0 along the 180
+    assert cute_transpose.explain(x, (0, 2, 1))["cuda"]["class"].endswith(".b")
+    assert not cute_transpose.explain(x.contiguous(), (0, 2, 1))["cuda"]["class"].endswith(".b")
 
 
 def test_interleave_leaves_batches_of_tiny_matrices_to_others():
