@@ -209,9 +209,10 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=TUNE_SEED, help=f"grid seed [{TUNE_SEED}]")
     p.add_argument("--warmup", type=int, default=5, help="do_bench warmup per kernel, ms [5]")
     p.add_argument("--rep", type=int, default=20, help="do_bench measuring time per kernel, ms [20]")
-    p.add_argument("--rerank", type=Path, metavar="TUNE_JSON",
-                   help="no measuring: rank the kernels of a saved tune.json again and write the "
-                        "table (--out, default csrc/tuning/sm_90.inc) and report")
+    p.add_argument("--rerank", type=Path, nargs="+", metavar="TUNE_JSON",
+                   help="no measuring: rank the kernels of saved tune.json files again (several "
+                        "runs, such as grids of different --seed, rank over all their shapes) and "
+                        "write the table (--out, default csrc/tuning/sm_90.inc) and report")
     p.add_argument("--reclassify", action="store_true",
                    help="with --rerank: put each saved shape in the class this build's chooser "
                         "gives it (after a change of the class key), not the saved one")
@@ -240,11 +241,17 @@ def reclassified(results: list[SavedResult], classify: Callable[[Cell], str]) ->
 
 
 def rerank(args: argparse.Namespace) -> int:
-    """The table and report again from a saved tune.json, with the current ranking rule."""
-    saved = json.loads(args.rerank.read_text())
+    """The table and report again from saved tune.json files, with the current ranking rule."""
+    runs = [json.loads(path.read_text()) for path in args.rerank]
     how = "re-classified and re-ranked" if args.reclassify else "re-ranked"
-    meta = {**saved["meta"], "chooser": saved["meta"]["chooser"] + f" ({how} from {args.rerank.name})"}
-    results = saved_results(saved)
+    meta = {**runs[0]["meta"],
+            "chooser": runs[0]["meta"]["chooser"] + f" ({how} from {', '.join(p.name for p in args.rerank)})",
+            "shapes": sum(run["meta"]["shapes"] for run in runs),
+            "grid_shapes": sum(run["meta"]["grid_shapes"] for run in runs),
+            "seconds": round(sum(run["meta"]["seconds"] for run in runs), 1)}
+    if len(runs) > 1:
+        meta["seed"] = ", ".join(str(run["meta"]["seed"]) for run in runs)
+    results = [r for run in runs for r in saved_results(run)]
     if args.reclassify:
         chooser = real_chooser()
         if chooser is None:
@@ -254,7 +261,7 @@ def rerank(args: argparse.Namespace) -> int:
     if args.holdout:
         print(holdout(results, tuple(meta["kernels"])).text())
     out = args.out or REPO_ROOT / "csrc" / "tuning" / "sm_90.inc"
-    report = args.report or args.rerank.with_suffix(".md")
+    report = args.report or args.rerank[0].with_suffix(".md")
     for path, text in ((out, inc_text(classes, meta)), (report, report_markdown(classes, meta))):
         path.write_text(text)
         print(f"wrote {path}", file=sys.stderr)
