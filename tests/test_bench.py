@@ -351,6 +351,14 @@ def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path):
     assert tune.main(["--rerank", str(saved), "--reclassify", "--out", str(tmp_path / "t.inc")]) == 0
     [(key, ranking)] = tune_table.parse_inc((tmp_path / "t.inc").read_text())
     assert key == cute_transpose.explain(torch.empty(4, 5), (1, 0))["cuda"]["class"] and ranking == "tile,aten"
+    # several runs rank over all their shapes: a second grid where aten wins outvotes the first
+    rows2 = [{**r, "shape": [6, 7], "ratio": {"clone": 1.0, "tile": 0.3, "aten": 0.8}[r["kernel"]]} for r in rows]
+    other = tmp_path / "tune-2.json"
+    other.write_text(__import__("json").dumps({"meta": {**meta, "seed": 2}, "classes": [], "rows": rows2}))
+    assert tune.main(["--rerank", str(saved), str(other), "--out", str(tmp_path / "t.inc")]) == 0
+    assert tune_table.parse_inc((tmp_path / "t.inc").read_text()) == [("t.x", "aten,tile")]
+    report = (tmp_path / "tune.md").read_text()
+    assert "from tune.json, tune-2.json" in report and "2 of 2 grid shapes measured (seed 1, 2)" in report
 
 
 @pytest.mark.parametrize("view", [View(), View("offset", 2, 1), View("step", 0, 3), View("transposed", 3, 1),
