@@ -386,7 +386,7 @@ struct Class {
   }
 };
 
-Class classify(Plan const& plan, Device const& device) {
+Class classify(Plan const& plan) {
   int64_t const E = plan.element_size;
   Class c{plan.copy_route(), int(E), bucket(plan.dims[plan.m].size * E),
           plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0, 0, 0, false, false};
@@ -530,7 +530,7 @@ std::string Choice::config() const {
   return o.str();
 }
 
-std::string class_key(Plan const& plan, Device const& device) { return classify(plan, device).text(); }
+std::string class_key(Plan const& plan) { return classify(plan).text(); }
 
 std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& device, std::string* why) {
   Choice c;
@@ -601,7 +601,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
 }
 
 Choice choose(Plan const& plan, Device const& device, bool explain) {
-  Class cls = classify(plan, device);
+  Class cls = classify(plan);
   std::string const own = cls.text();
   std::string key = own;
   Table const* table = table_for(device.arch);

@@ -62,9 +62,9 @@ struct Device {
 };
 
 // The plan's shape class: the route, the element size, the byte lengths of the output's and
-// the input's innermost runs (bucketed), the widest vector the tile kernel could use, and
-// whether the interleave and TMA kernels can run it.
-std::string class_key(Plan const& plan, Device const& device);
+// the input's innermost runs (bucketed), the widest vector the tile kernel could use, how full
+// its tiles would be, how the interleave kernel would run it, and whether the input is broadcast.
+std::string class_key(Plan const& plan);
 
 // The best kernel for `plan` on `device`; with `explain`, also its class key and the reason.
 Choice choose(Plan const& plan, Device const& device, bool explain = false);

@@ -121,7 +121,7 @@ std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch, c10
     auto forced = force(*plan, *k, device, &why);
     TORCH_CHECK(forced, "cute_transpose.explain: the ", kernel, " kernel cannot run this permute: ", why);
     c = *forced;
-    c.key = class_key(*plan, device);
+    c.key = class_key(*plan);
     c.reason = "named by the caller";
   }
   j << "\"route\": " << json_string(plan->copy_route() ? "copy" : "transpose") << ", \"kernel\": "
