@@ -627,7 +627,8 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
       if (explain) {
         c->key = own;  // the plan's own class, which tuning groups its shapes by
         c->reason = tuned ? "tuned for sm_" + std::to_string(device.arch) + ": class " + key + " ranks " + row->second.text
-                          : "rule: class " + key + " has no tuning entry for sm_" + std::to_string(device.arch);
+                          : "rule: neither class " + own + " nor its neighbours has a tuning entry for sm_" +
+                                std::to_string(device.arch);
         if (tuned && key != own) c->reason += " (the table has no class " + own + ")";
         if (!skipped.empty()) c->reason += "; skipped " + skipped;
       }

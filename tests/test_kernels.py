@@ -4,6 +4,7 @@ shapes it exists for and on the awkward ones around them; and explain(), which s
 
 import json
 import math
+import pathlib
 import re
 
 import numpy as np
@@ -179,6 +180,26 @@ def test_interleave_moves_vectors_where_aligned_and_single_elements_elsewhere(sh
     info = cute_transpose.explain(view_of(view, shape, dtype, "cpu"), dims, kernel="interleave")["cuda"]
     assert info["kernel"] == "interleave" and (ELEMENTS if mode == GAPS else mode) in info["config"], info
     assert re.search({VECTORS: r"\.I(\.b)?$", ELEMENTS: r"\.Ie(\.b)?$", GAPS: r"\.Ig(\.b)?$"}[mode], info["class"]), info["class"]
+
+
+@pytest.mark.parametrize("shape, dims, dtype", [
+    ((16, 32, 16, 32, 32), (0, 3, 1, 4, 2), torch.bfloat16),
+    ((5, 7), (1, 0), torch.float64),
+    ((64, 1, 32), (0, 2, 1), torch.float32),
+    ((3, 5, 7, 11), (3, 1, 2, 0), torch.int16),
+    ((257, 64, 257), (2, 1, 0), torch.uint8),
+])
+def test_explain_names_the_shapes_own_class_and_the_table_entry_it_used(shape, dims, dtype):
+    table = pathlib.Path(__file__).parents[1] / "csrc" / "tuning" / "sm_90.inc"
+    keys = set(re.findall(r'^\{"([^"]+)"', table.read_text(), re.M))
+    info = cute_transpose.explain(torch.empty(shape, dtype=dtype), dims)["cuda"]
+    own = info["class"]
+    if own in keys:
+        assert info["reason"].startswith(f"tuned for sm_90: class {own} ranks "), info
+    elif info["reason"].startswith("tuned"):  # a neighbour's entry
+        assert f"(the table has no class {own})" in info["reason"], info
+    else:
+        assert info["reason"].startswith(f"rule: neither class {own} nor its neighbours"), info
 
 
 def test_class_key_marks_broadcast_inputs():
