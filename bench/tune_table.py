@@ -201,9 +201,10 @@ def rank(c: ClassResult, rows: list[dict]) -> None:
     """The class's kernels, best first. A kernel's rank score is the geomean, over the shapes
     it ran, of its ratio over the best ratio any kernel reached on that shape: 1.0 means best
     wherever it runs; scores within TIE are ordered by PREFERENCE. A kernel whose shortfall
-    against "aten" (see GUARD) is worse than 1 - GUARD ranks after it (`unsafe`). The chooser takes the first kernel that can run a plan, so a kernel that runs
-    only some shapes ranks by how it does on those. A kernel with a wrong result or an error on
-    any shape is left out (never chosen)."""
+    against "aten" (see GUARD) is worse than 1 - GUARD ranks after it (`unsafe`). The chooser
+    takes the first kernel that can run a plan, so a kernel that runs only some shapes ranks by
+    how it does on those. A kernel with a wrong result or an error on any shape is left out
+    (never chosen)."""
     clean = {s.kernel for s in c.scores if not s.wrong and not s.error and s.ok and s.geomean}
     relative: dict[str, list[float]] = collections.defaultdict(list)
     vs_aten: dict[str, list[float]] = collections.defaultdict(list)
