@@ -600,6 +600,40 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
   }
 }
 
+// Where the chooser does not offer a kernel that could run the plan:
+//
+// The padded seed kernel's tiles are (64, 128 bytes), its tile over (m, n); on tiles less than
+// a quarter full it loses to ATen's copy: the sweep's stepped (787, 5443, 2) float64 views,
+// permuted (1, 2, 0), filled 12% of them (n is the 2-element dim) and ran at 0.23 of clone,
+// ATen's copy at 0.55. Leave-one-out over the H100 tuning grids, with padded refused on such
+// shapes: the pick reaches 0.922 of the best kernel (0.920 without), 294 of 7725 shapes slower
+// than ATen's copy by more than 5% (299).
+//
+// The interleave kernel one element per access moves 256 * K pixels a block; on a grid of fewer
+// than kMinElementBlocks blocks it leaves SMs idle. Over the H100 tuning grids it ran at 0.61 x
+// ATen's copy's speed (geomean, 27 shapes) on grids of 66-132 blocks, 0.86 x on 132-264 (74),
+// and 1.25 x on larger ones (932); its vector mode at 1.37-1.5 x on all of them.
+constexpr int64_t kMinElementBlocks = 264;
+
+std::optional<Choice> candidate(Plan const& plan, Kernel kernel, Device const& device, std::string* why) {
+  auto c = force(plan, kernel, device, why);
+  auto refuse = [&](char const* reason) {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  if (!c || !c->problem) return c;
+  Problem const& p = *c->problem;
+  if (kernel == Kernel::Padded && tile_fill(p.rows, p.cols, {64, std::max(1, 128 / p.element_size), 0}) < kMinTileFill)
+    return refuse("its tiles would be less than a quarter full");
+  if (kernel == Kernel::Interleave && c->width == p.element_size) {
+    int64_t const E = p.element_size, C = c->channels, pixels = c->pack ? p.cols : p.rows;
+    int64_t const block = 256 * std::max<int64_t>(1, std::min<int64_t>(16 / E, 128 / (C * E)));
+    if (p.batch.count * ((pixels + block - 1) / block) < kMinElementBlocks)
+      return refuse("one element per access on fewer than 264 blocks");
+  }
+  return c;
+}
+
 Choice choose(Plan const& plan, Device const& device, bool explain) {
   Class cls = classify(plan);
   std::string const own = cls.text();
@@ -623,7 +657,7 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
   std::string skipped;
   for (Kernel k : ranking) {
     std::string why;
-    if (auto c = force(plan, k, device, explain ? &why : nullptr)) {
+    if (auto c = candidate(plan, k, device, explain ? &why : nullptr)) {
       if (explain) {
         c->key = own;  // the plan's own class, which tuning groups its shapes by
         c->reason = tuned ? "tuned for sm_" + std::to_string(device.arch) + ": class " + key + " ranks " + row->second.text

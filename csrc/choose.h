@@ -69,8 +69,14 @@ std::string class_key(Plan const& plan);
 // The best kernel for `plan` on `device`; with `explain`, also its class key and the reason.
 Choice choose(Plan const& plan, Device const& device, bool explain = false);
 
-// `kernel` for `plan`, or std::nullopt with the reason in *why_not when it cannot run it.
+// `kernel` for `plan`, or std::nullopt with the reason in *why_not when it cannot run it. The
+// seed ladder and _permute_with take this: the kernel runs any shape it can.
 std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& device, std::string* why_not);
+
+// `kernel` as a candidate of the chooser: force(), less the shapes where the chooser never
+// offers it (the padded seed kernel on tiles less than a quarter full, the interleave kernel
+// one element per access on a small grid). What choose() and explain(kernel=...) take.
+std::optional<Choice> candidate(Plan const& plan, Kernel kernel, Device const& device, std::string* why_not);
 std::optional<Kernel> kernel_from_name(std::string const& name);
 
 }  // namespace cute_transpose

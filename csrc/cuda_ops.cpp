@@ -97,7 +97,8 @@ struct RunCuda {
 using CudaOps = PlanOps<RunCuda>;
 
 
-// One named candidate of the chooser, or a clear error when it cannot run this permute.
+// One named candidate of the chooser, wherever it can run the permute (tests and tuning run it
+// also where the chooser would not offer it), or a clear error when it cannot.
 at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::string_view name) {
   auto const perm = checked_permutation(x, dims, "_permute_with");
   auto const kernel = kernel_from_name(std::string(name));
@@ -115,7 +116,7 @@ at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::str
     return out;
   }
   std::string why;
-  auto const choice = force(*plan, *kernel, device_info(), &why);
+  auto const choice = force(*plan, *kernel, device_info(), &why);  // also where choose() would not offer it
   TORCH_CHECK(choice, "cute_transpose._permute_with: the ", name, " kernel cannot run this permute: ", why);
   execute(*choice, x, perm, out);
   return out;

@@ -215,6 +215,30 @@ def test_interleave_leaves_batches_of_tiny_matrices_to_others():
     assert cute_transpose.explain(x, (2, 1, 0))["cuda"]["kernel"] != "interleave"
 
 
+def test_padded_is_no_candidate_on_tiles_less_than_a_quarter_full():
+    # (N, M, 3)[..., ::2] permuted (1, 2, 0): n is the 2-element dim, 2 of the 16 float64
+    # columns of a padded tile; ATen's copy ran such views at twice the padded kernel's speed
+    x = torch.empty(787, 200, 3, dtype=torch.float64)[..., ::2]
+    named = cute_transpose.explain(x, (1, 2, 0), kernel="padded")["cuda"]
+    assert not named["offered"] and named["reason"].endswith("less than a quarter full")
+    assert cute_transpose.explain(x, (1, 2, 0))["cuda"]["kernel"] != "padded"
+    assert cute_transpose.explain(x[:64, :64], (1, 2, 0), kernel="box")["cuda"]["offered"]
+    # (the seed ladder's padded op and _permute_with still run it: test_each_kernel_on_its_cases)
+
+
+def test_interleave_one_element_per_access_is_no_candidate_on_a_small_grid():
+    # 1101 pixels of 5 unaligned float32 channels: 2 blocks of 1024 pixels; 400000: 391
+    small, large = torch.empty(1101, 6)[:, 1:], torch.empty(400000, 6)[:, 1:]
+    named = cute_transpose.explain(small, (1, 0), kernel="interleave")["cuda"]
+    assert not named["offered"] and named["reason"].endswith("one element per access on fewer than 264 blocks")
+    assert cute_transpose.explain(small, (1, 0))["cuda"]["kernel"] != "interleave"
+    named = cute_transpose.explain(large, (1, 0), kernel="interleave")["cuda"]
+    assert named["offered"] and "one element per access" in named["config"]
+    # 16-byte vectors take any grid
+    named = cute_transpose.explain(torch.empty(1024, 4), (1, 0), kernel="interleave")["cuda"]
+    assert named["offered"] and "16-byte vectors" in named["config"]
+
+
 def test_explain_defaults_to_the_transpose_of_the_last_two_dims():
     x = torch.empty(2, 3, 4)
     assert cute_transpose.explain(x) == cute_transpose.explain(x, (0, 2, 1))

@@ -162,7 +162,9 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
 
     For a CPU tensor, ``kernel`` is "aten" (every CPU op is ATen's strided copy) and ``cuda``
     holds what the same call would run on an sm_90 GPU (H100, H200). ``kernel=`` names one of
-    KERNELS to describe instead of the chooser's pick (an error if it cannot run the permute)."""
+    KERNELS to describe instead of the chooser's pick (an error if it cannot run the permute);
+    ``offered`` then says whether the chooser would consider it for this permute at all (it does
+    not offer some kernels on shapes where they run but lose, and says why in ``reason``)."""
     if dims is None:
         dims = _transposition(x, -2, -1) if x.dim() >= 2 else list(range(x.dim()))
     dims = _dims_list(dims)
