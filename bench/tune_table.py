@@ -34,9 +34,9 @@ PREFERENCE = ("tile", "interleave", "rows", "tma", "aten", "split", "box", "padd
 # few. GUARD = 5%: beyond the run-to-run spread of the tuning shapes. Leave-one-out over the three
 # H100 grids (`holdout`, 7725 shapes):
 #   rule                          pick/best  pick/aten  slower than aten by >5%  under half the best
-#   no rule                       0.942      1.464      485                      176
-#   the shortfall alone           0.929      1.444      287                      255
-#   the shortfall, ADVANTAGE 2    0.932      1.448      288                      240
+#   no rule                       0.943      1.463      496                      173
+#   the shortfall alone           0.931      1.444      286                      249
+#   the shortfall, ADVANTAGE 2    0.933      1.448      287                      234
 # Without the advantage, the float32 TTC permutes of dims 15-52 went to ATen's copy (0.08-0.6 of
 # clone) for the split kernel's losses of 13-27% on 3 of its class's 12 shapes, where it won by
 # 1.5-8x on the other 9 (0.8 of clone on the TTC cases).
