@@ -242,6 +242,12 @@ def retime(cells: dict, chooser: Chooser, timer, device: torch.device) -> dict:
     return again
 
 
+def kept_faster(first: float, ms: float, again: float) -> dict:
+    """A result's fields after a second timing at ratio `again` beat the first, `first`."""
+    return {"detail": f"timed again: {again:.3f} of clone, first {first:.3f}", "ms": ms * first / again,
+            "ratio": again}
+
+
 def retimed_note(timed: int, faster: int) -> str:
     return (f"{timed} results under {RETIME_BELOW} x their kernel's usual standing in their class timed "
             f"again, {faster} faster the second time")
@@ -266,9 +272,7 @@ def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torc
             new = again.get((saved_cell((row["case"], tuple(row["shape"]), tuple(row["dims"]), row["dtype"],
                                          row["view"])), row["kernel"]))
             if new is not None and row["ratio"] and new > row["ratio"]:
-                row["detail"] = f"timed again: {new:.3f} of clone, first {row['ratio']:.3f}"
-                row["ms"] = row["ms"] * row["ratio"] / new
-                row["ratio"] = new
+                row.update(kept_faster(row["ratio"], row["ms"], new))
                 faster += 1
         saved["meta"]["retimed"] = retimed_note(len(again), faster)
         path.write_text(json.dumps(saved, indent=1, default=str) + "\n")
@@ -399,7 +403,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     again = retime(suspects(offered(results, chooser), chooser.kernels), chooser, timer, device)
     for r in results:
         if (new := again.get((r.cell, r.op))) is not None and new > r.ratio:
-            r.detail, r.ms, r.ratio = f"timed again: {new:.3f} of clone, first {r.ratio:.3f}", r.ms * r.ratio / new, new
+            for field, value in kept_faster(r.ratio, r.ms, new).items():
+                setattr(r, field, value)
     classes = aggregate(offered(results, chooser), chooser.kernels)
     meta = {"device_name": device_name, "torch": torch.__version__,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),

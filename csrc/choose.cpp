@@ -602,12 +602,12 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
 
 // Where the chooser does not offer a kernel that could run the plan:
 //
-// The padded seed kernel's tiles are (64, 128 bytes), its tile over (m, n); on tiles less than
-// a quarter full it loses to ATen's copy: the sweep's stepped (787, 5443, 2) float64 views,
-// permuted (1, 2, 0), filled 12% of them (n is the 2-element dim) and ran at 0.23 of clone,
-// ATen's copy at 0.55. Leave-one-out over the H100 tuning grids, with padded refused on such
-// shapes: the pick reaches 0.922 of the best kernel (0.920 without), 294 of 7725 shapes slower
-// than ATen's copy by more than 5% (299).
+// The padded seed kernel's tiles are (64, 128 bytes) over (m, n) (SeedTile, cuda/tiling.cuh); on
+// tiles less than a quarter full it loses to ATen's copy: the sweep's stepped (787, 5443, 2)
+// float64 views, permuted (1, 2, 0), filled 12% of them (n is the 2-element dim) and ran at 0.23
+// of clone, ATen's copy at 0.55. Leave-one-out over the three H100 tuning grids (before they
+// were re-timed), with padded refused on such shapes: the pick reaches 0.922 of the best kernel
+// (0.920 without), 294 of 7725 shapes slower than ATen's copy by more than 5% (299).
 //
 // The interleave kernel one element per access moves 256 * K pixels a block; on a grid of fewer
 // than kMinElementBlocks blocks it leaves SMs idle. Over the H100 tuning grids it ran at 0.61 x
@@ -617,7 +617,7 @@ constexpr int64_t kMinElementBlocks = 264;
 
 std::optional<Choice> candidate(Plan const& plan, Kernel kernel, Device const& device, std::string* why) {
   auto c = force(plan, kernel, device, why);
-  auto refuse = [&](char const* reason) {
+  auto refuse = [&](std::string const& reason) {
     if (why) *why = reason;
     return std::nullopt;
   };
@@ -629,7 +629,7 @@ std::optional<Choice> candidate(Plan const& plan, Kernel kernel, Device const& d
     int64_t const E = p.element_size, C = c->channels, pixels = c->pack ? p.cols : p.rows;
     int64_t const block = 256 * std::max<int64_t>(1, std::min<int64_t>(16 / E, 128 / (C * E)));
     if (p.batch.count * ((pixels + block - 1) / block) < kMinElementBlocks)
-      return refuse("one element per access on fewer than 264 blocks");
+      return refuse("one element per access on fewer than " + std::to_string(kMinElementBlocks) + " blocks");
   }
   return c;
 }
