@@ -362,6 +362,8 @@ def rerank(args: argparse.Namespace) -> int:
             "seconds": round(sum(run["meta"]["seconds"] for run in runs), 1)}
     if len(runs) > 1:
         meta["seed"] = ", ".join(str(run["meta"]["seed"]) for run in runs)
+        meta["retimed"] = "; ".join(f"{path.name}: {run['meta']['retimed']}" for path, run in zip(args.rerank, runs)
+                                    if run["meta"].get("retimed"))
     results = [r for run in runs for r in saved_results(run)]
     if args.reclassify:
         chooser = real_chooser()

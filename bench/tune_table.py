@@ -311,6 +311,7 @@ def report_markdown(classes: list[ClassResult], meta: dict) -> str:
         f"Timing: {meta['timing']}. Each kernel's number is the geomean over the class's shapes "
         "of time(torch clone) / time(kernel) (higher is better). The winner is the best kernel "
         "that ran correctly on every shape of its class.", "",
+        *([f"Timed again: {meta['retimed']}.", ""] if meta.get("retimed") else []),
         markdown_table(["class", "chosen now", "shapes", *kernels, "winner", "runner-up",
                         "note"], rows, left_cols=2), "",
         "Columns:",

@@ -392,7 +392,9 @@ def test_tune_retime_keeps_the_faster_timing(tmp_path):
                          "kernel": k, "status": "ok", "ms": 1 / r, "ratio": r, "detail": "",
                          "explain": {"class": "old", "kernel": "ours"} if k == "clone" else None})
     saved = tmp_path / "tune.json"
-    saved.write_text(json.dumps({"meta": {"kernels": ["aten", "ours", "rows"]}, "classes": [], "rows": rows}))
+    meta = {"device_name": "CPU", "torch": "2.14", "date": "2026-01-01", "chooser": "fake", "seed": 1,
+            "kernels": ["aten", "ours", "rows"], "shapes": 4, "grid_shapes": 4, "seconds": 1.0, "timing": "t"}
+    saved.write_text(json.dumps({"meta": meta, "classes": [], "rows": rows}))
     assert tune.main(["--dry-run", "--fake", "--retime", str(saved)]) == 0
     after = json.loads(saved.read_text())
     changed = [r for r in after["rows"] if r["detail"]]
@@ -401,6 +403,9 @@ def test_tune_retime_keeps_the_faster_timing(tmp_path):
     assert changed[0]["ratio"] > 0.001 and changed[0]["detail"].endswith("first 0.001")
     assert after["meta"]["retimed"].startswith("1 results under 0.75 x their kernel's usual standing")
     assert after["meta"]["retimed"].endswith("1 faster the second time")
+    # a table ranked again from the run says so in its report
+    assert tune.main(["--rerank", str(saved), str(saved), "--out", str(tmp_path / "t.inc")]) == 0
+    assert "Timed again: tune.json: 1 results under 0.75" in (tmp_path / "tune.md").read_text()
 
 
 @pytest.mark.parametrize("view", [View(), View("offset", 2, 1), View("step", 0, 3), View("transposed", 3, 1),
