@@ -330,7 +330,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
 
 def offered(results: list, chooser: Chooser, cell_of: Callable = lambda cell: cell) -> list:
     """The results with a kernel the chooser does not offer for a shape (csrc/choose.h,
-    candidate()) counted as unable to run it ("n/a"): a tuning run measures every kernel wherever
+    offered()) counted as unable to run it ("n/a"): a tuning run measures every kernel wherever
     it runs, so that a later rule can be ranked again from the same measurements."""
     return [dataclasses.replace(r, status="n/a", ratio=None)
             if r.status == "ok" and r.op in chooser.kernels and not chooser.offers(cell_of(r.cell), r.op) else r
@@ -402,12 +402,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         cells = [shrink(c, DRY_MAX_NUMEL) for c in cells]
     started = time.perf_counter()
     results, measured = measure(cells, chooser, timer, device, args.budget_s)
-    again = retime(suspects(offered(results, chooser), chooser.kernels), chooser, timer, device)
+    ranked = offered(results, chooser)  # the offered results are the same objects as in `results`
+    again = retime(suspects(ranked, chooser.kernels), chooser, timer, device)
     for r in results:
         if (new := again.get((r.cell, r.op))) is not None and new > r.ratio:
             for field, value in kept_faster(r.ratio, r.ms, new).items():
                 setattr(r, field, value)
-    classes = aggregate(offered(results, chooser), chooser.kernels)
+    classes = aggregate(ranked, chooser.kernels)
     meta = {"device_name": device_name, "torch": torch.__version__,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
             "chooser": chooser.source, "kernels": list(chooser.kernels), "seed": args.seed,

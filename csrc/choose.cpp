@@ -484,6 +484,11 @@ char const* kernel_name(Kernel k) {
   return "?";
 }
 
+bool is_candidate(Kernel k) {
+  auto const& names = candidate_names();
+  return std::find(names.begin(), names.end(), kernel_name(k)) != names.end();
+}
+
 std::optional<Kernel> kernel_from_name(std::string const& name) {
   for (int k = 0; k <= int(Kernel::SeedCopy); ++k)
     if (name == kernel_name(Kernel(k))) return Kernel(k);
@@ -615,23 +620,23 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
 // and 1.25 x on larger ones (932); its vector mode at 1.37-1.5 x on all of them.
 constexpr int64_t kMinElementBlocks = 264;
 
-std::optional<Choice> candidate(Plan const& plan, Kernel kernel, Device const& device, std::string* why) {
-  auto c = force(plan, kernel, device, why);
+bool offered(Choice const& c, std::string* why) {
   auto refuse = [&](std::string const& reason) {
     if (why) *why = reason;
-    return std::nullopt;
+    return false;
   };
-  if (!c || !c->problem) return c;
-  Problem const& p = *c->problem;
-  if (kernel == Kernel::Padded && tile_fill(p.rows, p.cols, {64, std::max(1, 128 / p.element_size), 0}) < kMinTileFill)
+  if (!is_candidate(c.kernel)) return refuse("not a candidate of the chooser");
+  if (!c.problem) return true;
+  Problem const& p = *c.problem;
+  if (c.kernel == Kernel::Padded && tile_fill(p.rows, p.cols, {64, std::max(1, 128 / p.element_size), 0}) < kMinTileFill)
     return refuse("its tiles would be less than a quarter full");
-  if (kernel == Kernel::Interleave && c->width == p.element_size) {
-    int64_t const E = p.element_size, C = c->channels, pixels = c->pack ? p.cols : p.rows;
+  if (c.kernel == Kernel::Interleave && c.width == p.element_size) {
+    int64_t const E = p.element_size, C = c.channels, pixels = c.pack ? p.cols : p.rows;
     int64_t const block = 256 * std::max<int64_t>(1, std::min<int64_t>(16 / E, 128 / (C * E)));
     if (p.batch.count * ((pixels + block - 1) / block) < kMinElementBlocks)
       return refuse("one element per access on fewer than " + std::to_string(kMinElementBlocks) + " blocks");
   }
-  return c;
+  return true;
 }
 
 Choice choose(Plan const& plan, Device const& device, bool explain) {
@@ -657,7 +662,8 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
   std::string skipped;
   for (Kernel k : ranking) {
     std::string why;
-    if (auto c = candidate(plan, k, device, explain ? &why : nullptr)) {
+    auto c = force(plan, k, device, explain ? &why : nullptr);
+    if (c && offered(*c, explain ? &why : nullptr)) {
       if (explain) {
         c->key = own;  // the plan's own class, which tuning groups its shapes by
         c->reason = tuned ? "tuned for sm_" + std::to_string(device.arch) + ": class " + key + " ranks " + row->second.text

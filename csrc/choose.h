@@ -73,10 +73,14 @@ Choice choose(Plan const& plan, Device const& device, bool explain = false);
 // seed ladder and _permute_with take this: the kernel runs any shape it can.
 std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& device, std::string* why_not);
 
-// `kernel` as a candidate of the chooser: force(), less the shapes where the chooser never
-// offers it (the padded seed kernel on tiles less than a quarter full, the interleave kernel
-// one element per access on a small grid). What choose() and explain(kernel=...) take.
-std::optional<Choice> candidate(Plan const& plan, Kernel kernel, Device const& device, std::string* why_not);
+// Whether `kernel` is one of candidate_names().
+bool is_candidate(Kernel kernel);
+
+// Whether the chooser offers `forced` (what force() gave): a candidate kernel, less the shapes
+// where the chooser never takes it though it runs them (the padded seed kernel on tiles less
+// than a quarter full, the interleave kernel one element per access on a small grid); the
+// reason in *why_not when not. choose() takes only offered choices; explain(kernel=...) says.
+bool offered(Choice const& forced, std::string* why_not);
 std::optional<Kernel> kernel_from_name(std::string const& name);
 
 }  // namespace cute_transpose

@@ -102,9 +102,8 @@ using CudaOps = PlanOps<RunCuda>;
 at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::string_view name) {
   auto const perm = checked_permutation(x, dims, "_permute_with");
   auto const kernel = kernel_from_name(std::string(name));
-  auto const& names = candidate_names();
-  TORCH_CHECK(kernel && std::find(names.begin(), names.end(), std::string(name)) != names.end(),
-              "cute_transpose._permute_with: unknown kernel '", name, "'; the candidates are ", c10::Join(", ", names));
+  TORCH_CHECK(kernel && is_candidate(*kernel), "cute_transpose._permute_with: unknown kernel '", name,
+              "'; the candidates are ", c10::Join(", ", candidate_names()));
   at::Tensor out = new_result(x, perm);
   if (out.numel() == 0) return out;
   c10::cuda::CUDAGuard guard(out.device());

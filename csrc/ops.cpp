@@ -8,7 +8,6 @@
 #include <Python.h>
 #include <torch/library.h>
 
-#include <algorithm>
 #include <sstream>
 #include <type_traits>
 #include <vector>
@@ -113,7 +112,7 @@ std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch, c10
   }
   Device const device{int(arch), /*tma=*/arch >= 90};
   Choice c;
-  bool offered = true;  // the chooser would consider this kernel for this permute
+  bool is_offered = true;  // the chooser would consider this kernel for this permute
   if (kernel.empty()) {
     c = choose(*plan, device, /*explain=*/true);
   } else {
@@ -125,16 +124,14 @@ std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch, c10
     c = *forced;
     c.key = class_key(*plan);
     c.reason = "named by the caller";
-    auto const& names = candidate_names();
-    offered = std::find(names.begin(), names.end(), std::string(kernel)) != names.end() &&
-              candidate(*plan, *k, device, &why).has_value();
-    if (!offered) c.reason += "; the chooser does not offer it here: " + why;
+    is_offered = offered(c, &why);
+    if (!is_offered) c.reason += "; the chooser does not offer it here: " + why;
   }
   j << "\"route\": " << json_string(plan->copy_route() ? "copy" : "transpose") << ", \"kernel\": "
     << json_string(kernel_name(c.kernel)) << ", \"config\": " << json_string(c.config())
     << ", \"class\": " << json_string(c.key) << ", \"reason\": " << json_string(c.reason) << ", \"m\": " << plan->m
     << ", \"n\": " << plan->n << ", \"element_size\": " << plan->element_size
-    << ", \"offered\": " << (offered ? "true" : "false");
+    << ", \"offered\": " << (is_offered ? "true" : "false");
   if (c.box) j << ", \"box\": " << box_json(*c.box);
   j << ", \"dims\": [";
   for (int i = 0; i < plan->rank; ++i)
