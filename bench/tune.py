@@ -31,6 +31,7 @@ import collections
 import dataclasses
 import datetime
 import json
+import re
 import statistics
 import sys
 import time
@@ -48,7 +49,7 @@ from bench.harness import (OpSpec, Progress, Result, do_bench_timer, ext,  # noq
                            meta_input, perf_counter_timer, run_cell)
 from bench.ops import CLONE  # noqa: E402
 from bench.report import sanitize  # noqa: E402
-from bench.tune_grid import TUNE_SEED, by_chooser_class, tune_cells  # noqa: E402
+from bench.tune_grid import MAIN_BANDS, TUNE_SEED, by_chooser_class, tune_cells  # noqa: E402
 from bench.summary import by_cell  # noqa: E402
 from bench.tune_table import (SavedResult, aggregate, class_key, holdout,  # noqa: E402
                               inc_text, report_markdown, saved_results, tune_json)
@@ -259,22 +260,38 @@ def saved_cell(cell: tuple) -> Cell:
     return Cell("tune", case, shape, dims, dtype, View.parse(view), case)
 
 
+def changed(results: list, kernel: str, where: str) -> dict:
+    """{cell: {kernel}} for every shape `kernel` ran, in the classes matching `where`."""
+    return {cell: {kernel} for cell, row in by_cell(results).items()
+            if kernel in row and row[kernel].status == "ok" and re.search(where, class_key(row) or "")}
+
+
 def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torch.device) -> int:
     """--retime: the suspects of saved runs (classed by this build) timed again; the faster of the
-    two timings kept, in place, with the first in the row's detail."""
+    two timings kept, in place, with the first in the row's detail. With --remeasure, the named
+    kernel's every result (in the --where classes) timed again and replaced."""
     for path in args.retime:
         saved = json.loads(path.read_text())
         results = reclassified(saved_results(saved), chooser)
-        found = {saved_cell(c): ks for c, ks in suspects(results, chooser.kernels).items()}
-        again = retime(found, chooser, timer, device)
+        found = (changed(results, args.remeasure, args.where) if args.remeasure
+                 else suspects(results, chooser.kernels))
+        again = retime({saved_cell(c): ks for c, ks in found.items()}, chooser, timer, device)
         faster = 0
         for row in saved["rows"]:
             new = again.get((saved_cell((row["case"], tuple(row["shape"]), tuple(row["dims"]), row["dtype"],
                                          row["view"])), row["kernel"]))
-            if new is not None and row["ratio"] and new > row["ratio"]:
+            if new is not None and args.remeasure:
+                row.update(detail=f"timed again after a change to the kernel: {new:.3f} of clone, "
+                                  f"{row['ratio']:.3f} before", ms=row["ms"] * row["ratio"] / new, ratio=new)
+            elif new is not None and row["ratio"] and new > row["ratio"]:
                 row.update(kept_faster(row["ratio"], row["ms"], new))
                 faster += 1
-        saved["meta"]["retimed"] = retimed_note(len(again), faster)
+        if args.remeasure:
+            note = (f"{args.remeasure} timed again after a change to it on its {len(again)} shapes"
+                    + (f" of the classes matching {args.where!r}" if args.where else ""))
+            saved["meta"]["retimed"] = "; ".join(filter(None, (saved["meta"].get("retimed"), note)))
+        else:
+            saved["meta"]["retimed"] = retimed_note(len(again), faster)
         path.write_text(json.dumps(saved, indent=1, default=str) + "\n")
         print(f"{path}: {saved['meta']['retimed']}", file=sys.stderr)
     return 0
@@ -304,6 +321,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                    help="stop measuring new shapes after this many seconds [430: the whole "
                         "default grid on an H100, inside one 10-minute call with the build]")
     p.add_argument("--seed", type=int, default=TUNE_SEED, help=f"grid seed [{TUNE_SEED}]")
+    p.add_argument("--small", action="store_true",
+                   help="measure the small-work grid instead of the main one: shapes of 2^15-2^20 "
+                        "elements, which the chooser puts in its '.s' classes (bench/tune_grid.py)")
     p.add_argument("--warmup", type=int, default=5, help="do_bench warmup per kernel, ms [5]")
     p.add_argument("--rep", type=int, default=20, help="do_bench measuring time per kernel, ms [20]")
     p.add_argument("--rerank", type=Path, nargs="+", metavar="TUNE_JSON",
@@ -321,6 +341,12 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                    help="on the GPU: time the suspect results of saved tune.json files again "
                         "(far below the kernel's usual standing in their class, by this build's "
                         "classes) and keep the faster timing, in place")
+    p.add_argument("--remeasure", metavar="KERNEL",
+                   help="with --retime: after a change to KERNEL, time it again on every saved shape "
+                        "it ran (of the classes matching --where) and replace its timing, instead of "
+                        "timing the suspects again")
+    p.add_argument("--where", default="", metavar="REGEX",
+                   help="with --remeasure: only the shapes whose class (this build's) matches REGEX")
     p.add_argument("--dry-run", action="store_true",
                    help="on the CPU, tiny shapes, perf_counter timing; writes under /tmp/tune-dry")
     p.add_argument("--fake", action="store_true",
@@ -394,7 +420,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     timer = perf_counter_timer(1, 3) if args.dry_run else do_bench_timer(args.warmup, args.rep)
     if args.retime:
         return retime_saved(args, chooser, timer, device)
-    drawn = tune_cells(args.per_class, args.seed)
+    bands = ("micro",) if args.small else MAIN_BANDS
+    drawn = tune_cells(args.per_class, args.seed, bands)
     cells = by_chooser_class(drawn, chooser.classify, args.per_key, args.max_shapes)
     print(f"tune.py: {len(cells)} of {len(drawn)} grid shapes, at most {args.per_key} per chooser "
           f"class", file=sys.stderr)
@@ -412,6 +439,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     meta = {"device_name": device_name, "torch": torch.__version__,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
             "chooser": chooser.source, "kernels": list(chooser.kernels), "seed": args.seed,
+            "bands": list(bands),
             "shapes": measured, "grid_shapes": len(cells), "drawn": len(drawn),
             "per_class": args.per_class, "per_key": args.per_key,
             "seconds": round(time.perf_counter() - started, 1),

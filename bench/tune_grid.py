@@ -10,7 +10,9 @@ The grid crosses these features; each combination (a "grid class") gets a few sh
   innermost output dim too (so 2-D grids include tall-skinny and short-wide matrices)
 - rows: 'aligned' (long dims a multiple of 16 bytes) or 'odd' (odd long dims, and one in four
   inputs a slice whose rows start unaligned)
-- total: 'small' (2^21-2^23 elements) or 'big' (2^24-2^27 elements), at most 1 GiB
+- total: 'small' (2^21-2^23 elements) or 'big' (2^24-2^27 elements), at most 1 GiB; or, in a
+  grid of its own (`tune.py --small`), 'micro' (2^15-2^20 elements: the chooser's small-work
+  classes, marked ".s", which take a few microseconds)
 - extra: 'plain'; 'tiny' (one dim that is innermost on neither side has 2-4 elements); or
   'view' (the input is an expanded, stepped or transposed view of its base)
 
@@ -33,7 +35,8 @@ from bench.sweep_cases import ESIZE_DTYPE
 
 TUNE_SEED = 4242
 SIDES = ("short", "medium", "long")
-TOTAL_BANDS = {"small": (21, 23), "big": (24, 27)}
+TOTAL_BANDS = {"small": (21, 23), "big": (24, 27), "micro": (15, 20)}
+MAIN_BANDS = ("small", "big")   # the main grid; ("micro",) is the small-work grid
 MAX_BYTES = 1 * GiB
 SHORT_RANGE = (1, 16)
 LONG_LOG2 = (6, 13)             # long innermost dims: 64 to 8192 elements, as the total allows
@@ -58,13 +61,13 @@ class GridClass:
                 f"{self.rows} {self.total}{extra}")
 
 
-def grid_classes() -> list[GridClass]:
+def grid_classes(bands: tuple[str, ...] = MAIN_BANDS) -> list[GridClass]:
     """Every feature combination that can exist (a matrix cannot keep its innermost dim, and
-    needs a long side to reach the totals)."""
+    needs a long side to reach the totals), in the total `bands`."""
     found = []
     for rank, esize, layout, inn, out, rows, total, extra in itertools.product(
             (2, 3, 4, 5), ESIZE_DTYPE, ("keep", "move"), SIDES, SIDES,
-            ("aligned", "odd"), TOTAL_BANDS, ("plain", "tiny", "view")):
+            ("aligned", "odd"), bands, ("plain", "tiny", "view")):
         if layout == "keep" and (rank == 2 or out != inn):
             continue
         if rank == 2 and ("long" not in (inn, out) or extra == "tiny"):
@@ -73,11 +76,11 @@ def grid_classes() -> list[GridClass]:
     return found
 
 
-def tune_cells(per_class: int = 2, seed: int = TUNE_SEED) -> list[Cell]:
+def tune_cells(per_class: int = 2, seed: int = TUNE_SEED, bands: tuple[str, ...] = MAIN_BANDS) -> list[Cell]:
     """`per_class` shapes of every grid class, round-robin (every class's first shape, then
     every class's second, ...) in a seeded shuffled class order, so a run cut short by its time
     budget still covers the grid evenly."""
-    classes = grid_classes()
+    classes = grid_classes(bands)
     random.Random(seed).shuffle(classes)
     cells = []
     for k in range(per_class):
@@ -128,6 +131,7 @@ def draw_cell(gc: GridClass, rng: random.Random, attempts: int = 20):
         cell = Cell("tune", gc.text(), shape, dims, ESIZE_DTYPE[gc.esize], view, gc.text())
         if (cell.nbytes <= MAX_BYTES and base_nbytes(cell) <= 3 * MAX_BYTES
                 and cell.numel >= 2 ** (TOTAL_BANDS[gc.total][0] - 1)
+                and (gc.total != "micro" or cell.numel < 2 ** TOTAL_BANDS["micro"][1])
                 and not permuted_is_contiguous(cell)):
             return cell
     return None

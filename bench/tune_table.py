@@ -42,6 +42,11 @@ PREFERENCE = ("tile", "interleave", "rows", "tma", "aten", "split", "box", "padd
 # 1.5-8x on the other 9 (0.8 of clone on the TTC cases).
 GUARD = 0.05
 ADVANTAGE = 2.0
+# Small work (the class key's ".s": under 2^20 elements) runs ATen's copy whatever its class's
+# scores (csrc/choose.cpp, kSmallWork, has the measurements): such classes rank "aten" alone,
+# with the scores' order in their note, and stay out of the .inc table (the chooser never
+# reads them).
+SMALL_WORK = ".s"
 INC_LINE = re.compile(r'^\{"((?:[^"\\]|\\.)*)", "((?:[^"\\]|\\.)*)"\},(?:\s*//.*)?$')
 
 
@@ -99,7 +104,7 @@ def neighbours(key: str) -> list[str]:
     without its tile-fill bucket, then also without its interleave flag (the C++ chooser's
     class key)."""
     found = []
-    for flag in (r"\.b$", r"\.f[12](?=\.|$)", r"\.I[eg]?(?=\.|$)"):
+    for flag in (r"\.b(?=\.|$)", r"\.f[12](?=\.|$)", r"\.I[eg]?(?=\.|$)"):
         nearer = re.sub(flag, "", found[-1] if found else key)
         if nearer != (found[-1] if found else key):
             found.append(nearer)
@@ -245,6 +250,9 @@ def rank(c: ClassResult, rows: list[dict]) -> None:
             if losses.get(k)] if "aten" in c.ranking else []
     if lost:  # kept ahead of aten, but slower than it by more than GUARD on some shapes
         c.note = "; ".join(filter(None, [c.note, "slower than aten " + ", ".join(lost)]))
+    if c.key.endswith(SMALL_WORK) and c.ranking:
+        c.note = f"small work: ATen's copy; by score {','.join(c.ranking)}"
+        c.ranking = ["aten"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -276,7 +284,8 @@ def inc_text(classes: list[ClassResult], meta: dict) -> str:
              "rerun bench/tune.py."]
     if meta.get("chooser") == "fake":
         lines.append("// FAKE chooser (--fake): a plumbing test, not a table to commit.")
-    lines += [inc_line(c) for c in classes if c.winner]
+    lines.append(f"// Small-work classes (\"{SMALL_WORK}\") are left out: they run ATen's copy (choose.cpp, kSmallWork).")
+    lines += [inc_line(c) for c in classes if c.winner and not c.key.endswith(SMALL_WORK)]
     return "\n".join(lines) + "\n"
 
 

@@ -360,6 +360,19 @@ int bucket(int64_t bytes) { return bytes < 16 ? 0 : bytes < 64 ? 1 : bytes < 256
 // On the H100, shapes of one class that differed in it preferred different kernels.
 int fill_bucket(double fill) { return fill >= 0.9 ? 0 : fill >= 0.6 ? 1 : 2; }
 
+// Small work -- fewer elements than this, counted in the tensor's own dtype -- runs ATen's copy. Such a permute takes a few
+// microseconds; the whole tensor fits in L2, so ATen's uncoalesced accesses cost little, and
+// what decides the time is how many SMs a kernel keeps busy while one tile's latency passes.
+// Over the H100's small-work tuning grid (bench/tune.py --small: 1915 shapes of 2^14-2^20
+// elements, the ".s" classes), ATen's copy reached 0.982 of the best kernel on each shape and
+// is never slower than torch; ranking each ".s" class (leave-one-out) picked 0.969 of the best
+// with 202 shapes over 5% slower than ATen's copy, and the main table's picks for the same
+// shapes 0.910 with 635. It is the element count that matters, not the bytes: for every
+// element size, ATen's copy stayed within 2.5% of the best kernel below 2^19 elements and fell
+// to 0.93-0.95 of it between 2^19 and 2^20, where the main grids (2^20 elements and up) begin
+// and the kernels pull ahead.
+constexpr int64_t kSmallWork = int64_t(1) << 20;
+
 // A plan's shape class (class_key in words): the route, the element size, the byte-length
 // buckets of the output's and the input's innermost dims, the tile (or rows) kernel's widest
 // vector, how full its tiles would be (".f1", ".f2"; nothing when at least 90% full), and
@@ -371,25 +384,29 @@ int fill_bucket(double fill) { return fill >= 0.9 ? 0 : fill >= 0.6 ? 1 : 2; }
 // ran such shapes at 1.15-1.2 of clone where the tile kernel ran 0.7, in a class whose other
 // shapes ran ATen's copy at 0.4. Whether TMA can run a shape is left out: on the H100 run,
 // leave-one-out with a TMA flag in the key picked 0.874 of the best kernel, without it 0.895
-// (the flag halved classes whose shapes wanted the same kernel).
+// (the flag halved classes whose shapes wanted the same kernel). ".s" marks small work (under
+// kSmallWork elements), which never reaches the table.
 struct Class {
   bool copy;
   int element_size, out_bucket, in_bucket, width, fill;
   int interleave;  // 0: cannot run; else its width (16: vectors)
   bool gaps;       // interleave's pixels lie further apart than C
   bool broadcast;  // some dim of size > 1 has input stride 0
+  bool small;      // fewer than kSmallWork elements
   std::string text() const {
     return std::string(copy ? "c" : "t") + ".e" + std::to_string(element_size) + ".o" + std::to_string(out_bucket) +
            (copy ? "" : ".i" + std::to_string(in_bucket)) + ".w" + std::to_string(width) +
            (fill ? ".f" + std::to_string(fill) : "") +
-           (interleave ? interleave > element_size ? ".I" : gaps ? ".Ig" : ".Ie" : "") + (broadcast ? ".b" : "");
+           (interleave ? interleave > element_size ? ".I" : gaps ? ".Ig" : ".Ie" : "") + (broadcast ? ".b" : "") +
+           (small ? ".s" : "");
   }
 };
 
 Class classify(Plan const& plan) {
   int64_t const E = plan.element_size;
   Class c{plan.copy_route(), int(E), bucket(plan.dims[plan.m].size * E),
-          plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0, 0, 0, false, false};
+          plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0, 0, 0, false, false,
+          plan.elements < kSmallWork};
   for (int i = 0; i < plan.rank; ++i) c.broadcast |= plan.dims[i].size > 1 && plan.dims[i].in == 0;
   auto const p = plan.copy_route() ? rows_problem(plan) : matrix_problem(plan);
   if (!p) return c;
@@ -640,6 +657,14 @@ bool offered(Choice const& c, std::string* why) {
 }
 
 Choice choose(Plan const& plan, Device const& device, bool explain) {
+  if (plan.elements < kSmallWork) {  // before classify(): the host time is what small work sees
+    Choice c = *force(plan, Kernel::Aten, device, nullptr);
+    if (explain) {
+      c.key = class_key(plan);
+      c.reason = "small work: " + std::to_string(plan.elements) + " elements, under 2^20, run ATen's copy";
+    }
+    return c;
+  }
   Class cls = classify(plan);
   std::string const own = cls.text();
   std::string key = own;

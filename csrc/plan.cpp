@@ -88,6 +88,7 @@ std::optional<Plan> plan_permute(at::Tensor const& x, at::IntArrayRef perm, at::
   plan.src = x.const_data_ptr();
   plan.dst = out.mutable_data_ptr();
   plan.element_size = static_cast<int>(x.element_size());
+  plan.elements = x.numel();
   std::vector<Dim> dims;
   if (shape == Shape::LastTwoDims) {
     // The batch dims merge; the matrix dims stay as they are, m = x's dim -2 and n = x's dim -1,

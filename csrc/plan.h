@@ -25,6 +25,7 @@ struct Plan {
   void const* src = nullptr;
   void* dst = nullptr;
   int element_size = 0;
+  int64_t elements = 0;  // x.numel(), in x's own elements (before any widening)
   int rank = 0;
   Dim dims[kMaxDims];
   int m = 0, n = -1;

@@ -208,6 +208,23 @@ def test_tune_grid_is_deterministic_and_covers_the_features():
                             if d not in (len(c.shape) - 1, c.dims[-1])) for c in tiny)
 
 
+def test_tune_small_work_grid_stays_under_the_chooser_threshold():
+    cells = tune_grid.tune_cells(1, bands=("micro",))
+    assert cells and cells == tune_grid.tune_cells(1, bands=("micro",))
+    assert all(2 ** 14 <= c.numel < 2 ** 20 for c in cells)  # the chooser's ".s": under 2^20 elements
+    assert {len(c.shape) for c in cells} == {2, 3, 4, 5} and {cases.ITEMSIZE[c.dtype] for c in cells} == {1, 2, 4, 8, 16}
+    assert not set(c.shape for c in cells) & set(c.shape for c in tune_grid.tune_cells(1))
+
+
+def test_small_work_classes_run_aten_and_stay_out_of_the_table():
+    results = tune_rows("t.e4.o3.i3.w16.s", {"tile": 1.2, "aten": 1.0}) + tune_rows("t.e4.o3.i3.w16", {"tile": 1.2, "aten": 1.0})
+    classes = {c.key: c for c in tune_table.aggregate(results, ("tile", "aten"))}
+    assert classes["t.e4.o3.i3.w16.s"].ranking == ["aten"] and "by score tile,aten" in classes["t.e4.o3.i3.w16.s"].note
+    assert classes["t.e4.o3.i3.w16"].ranking == ["tile", "aten"]
+    meta = {"device_name": "GPU", "torch": "2.14", "date": "2026-01-01", "chooser": "cute_transpose"}
+    assert tune_table.parse_inc(tune_table.inc_text(list(classes.values()), meta)) == [("t.e4.o3.i3.w16", "tile,aten")]
+
+
 def test_tune_keeps_a_few_shapes_of_every_chooser_class():
     cells = tune_grid.tune_cells(1)[:40]
     kind = {c: "rare" if i in (5, 30) else f"common{i % 3}" for i, c in enumerate(cells)}
@@ -308,6 +325,8 @@ def test_a_class_of_few_shapes_ranks_on_its_neighbours_too():
     assert tune_table.neighbours("t.e4.o2.i2.w16.I") == ["t.e4.o2.i2.w16"]
     assert tune_table.neighbours("t.e4.o2.i2.w16.f1.Ig") == ["t.e4.o2.i2.w16.Ig", "t.e4.o2.i2.w16"]
     assert tune_table.neighbours("c.e1.o0.w1") == []
+    assert tune_table.neighbours("t.e4.o2.i2.w16.f1.I.b.s") == [  # small work pools with small work
+        "t.e4.o2.i2.w16.f1.I.s", "t.e4.o2.i2.w16.I.s", "t.e4.o2.i2.w16.s"]
     results = tune_rows("t.k.Ie", {"split": 0.83, "interleave": 0.54, "aten": 0.90})
     for i in range(5):
         results += tune_rows("t.k", {"split": 0.85 + i / 100, "aten": 0.45})
@@ -347,15 +366,15 @@ def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path):
     assert tune.main(["--rerank", str(saved), "--out", str(tmp_path / "t.inc")]) == 0
     assert tune_table.parse_inc((tmp_path / "t.inc").read_text()) == [("t.x", "tile,aten")]
     assert "re-ranked from tune.json" in (tmp_path / "tune.md").read_text()
-    # --reclassify: the class this build's chooser gives a 4 x 5 float32 transpose, not "t.x";
-    # and the chooser does not offer the tile kernel there (its tiles would be almost empty),
-    # so the saved tile result no longer counts and the box kernel ranks first
-    with_box = [*rows, {**rows[1], "kernel": "box", "ratio": 0.8}]
+    # --reclassify: the class this build's chooser gives a 262144 x 5 float32 transpose, not
+    # "t.x"; and the chooser does not offer the tile kernel there (its tiles would be almost
+    # empty), so the saved tile result no longer counts and the box kernel ranks first
+    with_box = [{**r, "shape": [262144, 5]} for r in [*rows, {**rows[1], "kernel": "box", "ratio": 0.8}]]
     saved.write_text(__import__("json").dumps({"meta": {**meta, "kernels": ["tile", "box", "aten"]},
                                                "classes": [], "rows": with_box}))
     assert tune.main(["--rerank", str(saved), "--reclassify", "--out", str(tmp_path / "t.inc")]) == 0
     [(key, ranking)] = tune_table.parse_inc((tmp_path / "t.inc").read_text())
-    assert key == cute_transpose.explain(torch.empty(4, 5), (1, 0))["cuda"]["class"] and ranking == "box,aten"
+    assert key == cute_transpose.explain(torch.empty(262144, 5), (1, 0))["cuda"]["class"] and ranking == "box,aten"
     saved.write_text(__import__("json").dumps({"meta": meta, "classes": [], "rows": rows}))
     # several runs rank over all their shapes: a second grid where aten wins outvotes the first
     rows2 = [{**r, "shape": [6, 7], "ratio": {"clone": 1.0, "tile": 0.3, "aten": 0.8}[r["kernel"]]} for r in rows]
@@ -406,6 +425,34 @@ def test_tune_retime_keeps_the_faster_timing(tmp_path):
     # a table ranked again from the run says so in its report
     assert tune.main(["--rerank", str(saved), str(saved), "--out", str(tmp_path / "t.inc")]) == 0
     assert "Timed again: tune.json: 1 results under 0.75" in (tmp_path / "tune.md").read_text()
+
+
+def test_tune_remeasure_replaces_a_changed_kernels_timings(tmp_path):
+    from bench import tune
+    import json
+    rows = []
+    for n, key in ((20, "t.a"), (24, "t.a"), (28, "t.b")):
+        for k, r in (("clone", 1.0), ("ours", 0.5), ("aten", 1.0)):
+            rows.append({"case": "c", "shape": [n, 30], "dims": [1, 0], "dtype": "float32", "view": "",
+                         "kernel": k, "status": "ok", "ms": 1 / r, "ratio": r, "detail": "",
+                         "explain": {"class": key, "kernel": "ours"} if k == "clone" else None})
+    saved = tmp_path / "tune.json"
+    meta = {"device_name": "CPU", "torch": "2.14", "date": "2026-01-01", "chooser": "fake", "seed": 1,
+            "kernels": ["aten", "ours", "rows"], "shapes": 3, "grid_shapes": 3, "seconds": 1.0, "timing": "t",
+            "retimed": "earlier note"}
+    saved.write_text(json.dumps({"meta": meta, "classes": [], "rows": rows}))
+    assert tune.main(["--dry-run", "--fake", "--retime", str(saved), "--remeasure", "ours", "--where", "e4/tile"]) == 0
+    after = json.loads(saved.read_text())
+    changed = [r for r in after["rows"] if r["detail"]]
+    # the fake chooser puts every shape in class "e4/tile"; every "ours" result is timed again,
+    # kept whether faster or not, with the old ratio in the detail
+    assert sorted(r["shape"][0] for r in changed) == [20, 24, 28] and {r["kernel"] for r in changed} == {"ours"}
+    assert all(r["detail"].endswith("0.500 before") and r["ms"] == pytest.approx(1 / r["ratio"]) for r in changed)  # clone: 1 ms
+    assert after["meta"]["retimed"] == "earlier note; ours timed again after a change to it on its 3 shapes " \
+                                       "of the classes matching 'e4/tile'"
+    saved.write_text(json.dumps({"meta": meta, "classes": [], "rows": rows}))
+    assert tune.main(["--dry-run", "--fake", "--retime", str(saved), "--remeasure", "ours", "--where", "nothing"]) == 0
+    assert not any(r["detail"] for r in json.loads(saved.read_text())["rows"])
 
 
 @pytest.mark.parametrize("view", [View(), View("offset", 2, 1), View("step", 0, 3), View("transposed", 3, 1),

@@ -135,7 +135,7 @@ def test_kernel_names_are_the_candidates():
 # explain()
 #
 
-CLASS_KEY = re.compile(r"^[ct]\.e(1|2|4|8|16)\.o[0-4](\.i[0-4])?\.w(0|1|2|4|8|16)(\.f[12])?(\.I[eg]?)?(\.b)?$")
+CLASS_KEY = re.compile(r"^[ct]\.e(1|2|4|8|16)\.o[0-4](\.i[0-4])?\.w(0|1|2|4|8|16)(\.f[12])?(\.I[eg]?)?(\.b)?(\.s)?$")
 
 
 def test_explain_on_the_cpu_reports_aten_and_the_sm90_choice():
@@ -179,7 +179,8 @@ VECTORS, ELEMENTS, GAPS = "16-byte vectors", "one element per access", "gaps"
 def test_interleave_moves_vectors_where_aligned_and_single_elements_elsewhere(shape, dims, view, dtype, mode):
     info = cute_transpose.explain(view_of(view, shape, dtype, "cpu"), dims, kernel="interleave")["cuda"]
     assert info["kernel"] == "interleave" and (ELEMENTS if mode == GAPS else mode) in info["config"], info
-    assert re.search({VECTORS: r"\.I(\.b)?$", ELEMENTS: r"\.Ie(\.b)?$", GAPS: r"\.Ig(\.b)?$"}[mode], info["class"]), info["class"]
+    assert re.search({VECTORS: r"\.I(\.b)?(\.s)?$", ELEMENTS: r"\.Ie(\.b)?(\.s)?$", GAPS: r"\.Ig(\.b)?(\.s)?$"}[mode],
+                     info["class"]), info["class"]
 
 
 @pytest.mark.parametrize("shape, dims, dtype", [
@@ -194,7 +195,9 @@ def test_explain_names_the_shapes_own_class_and_the_table_entry_it_used(shape, d
     keys = set(re.findall(r'^\{"([^"]+)"', table.read_text(), re.M))
     info = cute_transpose.explain(torch.empty(shape, dtype=dtype), dims)["cuda"]
     own = info["class"]
-    if own in keys:
+    if own.endswith(".s"):  # small work never reaches the table
+        assert info["kernel"] == "aten" and info["reason"].startswith("small work: "), info
+    elif own in keys:
         assert info["reason"].startswith(f"tuned for sm_90: class {own} ranks "), info
     elif info["reason"].startswith("tuned"):  # a neighbour's entry
         assert f"(the table has no class {own})" in info["reason"], info
@@ -204,8 +207,20 @@ def test_explain_names_the_shapes_own_class_and_the_table_entry_it_used(shape, d
 
 def test_class_key_marks_broadcast_inputs():
     x = torch.empty(64, 1, 32).expand(64, 180, 32)  # input stride 0 along the 180
-    assert cute_transpose.explain(x, (0, 2, 1))["cuda"]["class"].endswith(".b")
-    assert not cute_transpose.explain(x.contiguous(), (0, 2, 1))["cuda"]["class"].endswith(".b")
+    assert re.search(r"\.b(\.s)?$", cute_transpose.explain(x, (0, 2, 1))["cuda"]["class"])
+    assert not re.search(r"\.b(\.s)?$", cute_transpose.explain(x.contiguous(), (0, 2, 1))["cuda"]["class"])
+
+
+@pytest.mark.parametrize("shape, dims, small", [
+    ((1024, 1023), (1, 0), True),
+    ((1024, 1024), (1, 0), False),           # 2^20 elements: the tuning grids' sizes
+    ((4, 256, 1023), (0, 2, 1), True),
+    ((2, 1024, 3, 256), (0, 3, 1, 2), False),
+])
+def test_class_key_marks_small_work_which_runs_aten(shape, dims, small):
+    info = cute_transpose.explain(torch.empty(shape, dtype=torch.uint8), dims)["cuda"]
+    assert info["class"].endswith(".s") == small, info
+    assert (info["kernel"] == "aten" and info["reason"].startswith("small work: ")) == small, info
 
 
 def test_interleave_leaves_batches_of_tiny_matrices_to_others():

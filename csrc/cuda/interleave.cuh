@@ -119,7 +119,7 @@ CUTE_DEVICE void move_vectors(T const* from, T* to, int64_t plane_stride, int64_
   } else {
     CUTE_UNROLL
     for (int c = 0; c < C; ++c)
-      *reinterpret_cast<Vec*>(kPack ? to + x0 * C + c * K : to + c * plane_stride + x0) = shuffled[c];
+      store_vector(kPack ? to + x0 * C + c * K : to + c * plane_stride + x0, shuffled[c]);
   }
 }
 
