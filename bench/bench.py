@@ -88,6 +88,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                    help="do_bench measuring time per op, ms, matrix and permutation sections [100]")
     p.add_argument("--sweep-warmup", type=int, default=10, help="do_bench warmup, sweep [10]")
     p.add_argument("--sweep-rep", type=int, default=40, help="do_bench measuring time, sweep [40]")
+    p.add_argument("--sweep-rounds", type=int, default=2,
+                   help="sweep: time every op of a cell this many times, in turn, and keep each "
+                        "op's fastest [2]")
     p.add_argument("--tiny-calls", type=int, help="calls per loop in the 256x256 host-overhead "
                    "measurement [default: 2000, 200 in the CPU demo]")
     p.add_argument("--dry-run", action="store_true",
@@ -158,7 +161,10 @@ def sweep_section(args: argparse.Namespace, compiles: ops.DynamicCompiles) -> Se
     cells = sweep_cells("dry" if args.dry_run else "quick" if args.quick else "full")
     timing = CPU_TIMING if args.dry_run else (
         do_bench_text(args.sweep_warmup, args.sweep_rep)
-        + " (shorter than the other sections, to fit the sweep in minutes). "
+        + " (shorter than the other sections, to fit the sweep in minutes), "
+        f"in {args.sweep_rounds} rounds: every op of a cell timed in turn, {args.sweep_rounds} times, "
+        "keeping each op's fastest median (a one-off stall of the machine then costs a round, not "
+        "the cell). "
         "torch.compile ran with **dynamic shapes** (dynamic=True): compiled once per rank, "
         "permutation, dtype and view and reused across sizes (the matrix and permutation "
         "sections compile with static shapes).")
@@ -256,7 +262,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     progress = Progress(sum(len(s.cells) for s in sections.values()))  # one bar over all
     tiny: list[Result] = []
     for key, s in sections.items():
-        s.results = run_cells(s.cells, s.specs, section_timer(key, args), device, progress)
+        s.results = run_cells(s.cells, s.specs, section_timer(key, args), device, progress,
+                              rounds=args.sweep_rounds if key == "sweep" else 1)
         if key == "matrix" and s.cells:
             tiny = run_tiny(device, args.tiny_calls)
         if key == "sweep":

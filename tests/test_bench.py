@@ -154,6 +154,22 @@ def test_run_cell_checks_then_times():
     assert rows["clone"].gbps == pytest.approx(2 * 35 * 4 / 1e6)
 
 
+def test_run_cell_times_in_rounds_and_keeps_each_ops_fastest():
+    cell = Cell("t", "", (5, 7), (1, 0), "float32")
+    good = OpSpec("good", "permute", lambda c: lambda x: x.permute(c.dims).contiguous(), "")
+    clone = OpSpec("clone", "copy", lambda c: lambda x: x.clone(), "")
+    times = iter([2.0, 9.0, 1.0, 3.0, 4.0, 0.5])  # clone, good, then again in turn, then again
+    calls = []
+
+    def timer(fn):
+        calls.append(fn)
+        return next(times)
+    rows = {r.op: r for r in run_cell(cell, [clone, good], timer, torch.device("cpu"),
+                                      explain=lambda x, d: None, rounds=3)}
+    assert len(calls) == 6 and rows["clone"].ms == 1.0 and rows["good"].ms == 0.5
+    assert rows["good"].ratio == pytest.approx(2.0)
+
+
 # ----------------------------------------------------------------------------------------------
 # Summary statistics
 
@@ -217,12 +233,25 @@ def test_tune_small_work_grid_stays_under_the_chooser_threshold():
 
 
 def test_small_work_classes_run_aten_and_stay_out_of_the_table():
-    results = tune_rows("t.e4.o3.i3.w16.s", {"tile": 1.2, "aten": 1.0}) + tune_rows("t.e4.o3.i3.w16", {"tile": 1.2, "aten": 1.0})
+    results = tune_rows("t.e4.o3.i3.w16.s", {"tile": 1.5, "aten": 1.0}) + tune_rows("t.e4.o3.i3.w16", {"tile": 1.5, "aten": 1.0})
     classes = {c.key: c for c in tune_table.aggregate(results, ("tile", "aten"))}
     assert classes["t.e4.o3.i3.w16.s"].ranking == ["aten"] and "by score tile,aten" in classes["t.e4.o3.i3.w16.s"].note
     assert classes["t.e4.o3.i3.w16"].ranking == ["tile", "aten"]
     meta = {"device_name": "GPU", "torch": "2.14", "date": "2026-01-01", "chooser": "cute_transpose"}
     assert tune_table.parse_inc(tune_table.inc_text(list(classes.values()), meta)) == [("t.e4.o3.i3.w16", "tile,aten")]
+
+
+def test_a_class_of_few_shapes_keeps_aten_first_unless_a_kernel_clearly_beat_it():
+    thin = tune_rows("t.thin", {"box": 0.52, "split": 0.45, "aten": 0.47})  # box only 1.1 x aten
+    clear = tune_rows("t.clear", {"box": 0.80, "aten": 0.47})
+    many = [r for n in range(3) for r in tune_rows(f"t.many{'x' * n}", {"box": 0.52, "aten": 0.47})]
+    for r in many:
+        if r.explain:
+            r.explain = {**r.explain, "class": "t.many"}
+    classes = {c.key: c for c in tune_table.aggregate(thin + clear + many, ("box", "split", "aten"))}
+    assert classes["t.thin"].ranking[0] == "aten" and "few shapes" in classes["t.thin"].note
+    assert classes["t.clear"].ranking == ["box", "aten"]
+    assert classes["t.many"].shapes == 3 and classes["t.many"].ranking == ["box", "aten"]
 
 
 def test_tune_keeps_a_few_shapes_of_every_chooser_class():
