@@ -288,7 +288,7 @@ def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torc
                 faster += 1
         if args.remeasure:
             note = (f"{args.remeasure} timed again after a change to it on its {len(again)} shapes"
-                    + (f" of the classes matching {args.where!r}" if args.where else ""))
+                    + (f" of the classes matching `{args.where}`" if args.where else ""))
             saved["meta"]["retimed"] = "; ".join(filter(None, (saved["meta"].get("retimed"), note)))
         else:
             saved["meta"]["retimed"] = retimed_note(len(again), faster)

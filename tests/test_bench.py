@@ -478,7 +478,7 @@ def test_tune_remeasure_replaces_a_changed_kernels_timings(tmp_path):
     assert sorted(r["shape"][0] for r in changed) == [20, 24, 28] and {r["kernel"] for r in changed} == {"ours"}
     assert all(r["detail"].endswith("0.500 before") and r["ms"] == pytest.approx(1 / r["ratio"]) for r in changed)  # clone: 1 ms
     assert after["meta"]["retimed"] == "earlier note; ours timed again after a change to it on its 3 shapes " \
-                                       "of the classes matching 'e4/tile'"
+                                       "of the classes matching `e4/tile`"
     saved.write_text(json.dumps({"meta": meta, "classes": [], "rows": rows}))
     assert tune.main(["--dry-run", "--fake", "--retime", str(saved), "--remeasure", "ours", "--where", "nothing"]) == 0
     assert not any(r["detail"] for r in json.loads(saved.read_text())["rows"])
