@@ -322,7 +322,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         "default grid on an H100, inside one 10-minute call with the build]")
     p.add_argument("--seed", type=int, default=TUNE_SEED, help=f"grid seed [{TUNE_SEED}]")
     p.add_argument("--small", action="store_true",
-                   help="measure the small-work grid instead of the main one: shapes of 2^15-2^20 "
+                   help="measure the small-work grid instead of the main one: shapes of 2^14-2^20 "
                         "elements, which the chooser puts in its '.s' classes (bench/tune_grid.py)")
     p.add_argument("--warmup", type=int, default=5, help="do_bench warmup per kernel, ms [5]")
     p.add_argument("--rep", type=int, default=20, help="do_bench measuring time per kernel, ms [20]")

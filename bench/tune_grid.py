@@ -11,7 +11,7 @@ The grid crosses these features; each combination (a "grid class") gets a few sh
 - rows: 'aligned' (long dims a multiple of 16 bytes) or 'odd' (odd long dims, and one in four
   inputs a slice whose rows start unaligned)
 - total: 'small' (2^21-2^23 elements) or 'big' (2^24-2^27 elements), at most 1 GiB; or, in a
-  grid of its own (`tune.py --small`), 'micro' (2^15-2^20 elements: the chooser's small-work
+  grid of its own (`tune.py --small`), 'micro' (2^14-2^20 elements: the chooser's small-work
   classes, marked ".s", which take a few microseconds)
 - extra: 'plain'; 'tiny' (one dim that is innermost on neither side has 2-4 elements); or
   'view' (the input is an expanded, stepped or transposed view of its base)

@@ -360,14 +360,15 @@ int bucket(int64_t bytes) { return bytes < 16 ? 0 : bytes < 64 ? 1 : bytes < 256
 // On the H100, shapes of one class that differed in it preferred different kernels.
 int fill_bucket(double fill) { return fill >= 0.9 ? 0 : fill >= 0.6 ? 1 : 2; }
 
-// Small work -- fewer elements than this, counted in the tensor's own dtype -- runs ATen's copy. Such a permute takes a few
-// microseconds; the whole tensor fits in L2, so ATen's uncoalesced accesses cost little, and
-// what decides the time is how many SMs a kernel keeps busy while one tile's latency passes.
-// Over the H100's small-work tuning grid (bench/tune.py --small: 1915 shapes of 2^14-2^20
-// elements, the ".s" classes), ATen's copy reached 0.982 of the best kernel on each shape and
-// is never slower than torch; ranking each ".s" class (leave-one-out) picked 0.969 of the best
-// with 202 shapes over 5% slower than ATen's copy, and the main table's picks for the same
-// shapes 0.910 with 635. It is the element count that matters, not the bytes: for every
+// Small work -- fewer elements than this, counted in the tensor's own dtype -- runs ATen's
+// copy. Such a permute takes a few microseconds; the whole tensor fits in L2, so ATen's
+// uncoalesced accesses cost little, and what decides the time is how many SMs a kernel keeps
+// busy while one tile's latency passes. Over the H100's small-work tuning grid (bench/tune.py
+// --small: 1915 shapes of 2^14-2^20 elements, the ".s" classes), ATen's copy reached 0.982 of
+// the best kernel on each shape (geomean) and is never slower than torch; ranking each ".s"
+// class (leave-one-out) picked 0.969 of the best with 202 shapes over 5% slower than ATen's
+// copy, and the main table's picks for the same shapes 0.910 with 635. It is the element
+// count that matters, not the bytes: for every
 // element size, ATen's copy stayed within 2.5% of the best kernel below 2^19 elements and fell
 // to 0.93-0.95 of it between 2^19 and 2^20, where the main grids (2^20 elements and up) begin
 // and the kernels pull ahead.
