@@ -243,10 +243,15 @@ def retime(cells: dict, chooser: Chooser, timer, device: torch.device) -> dict:
     return again
 
 
+def timed_again(first: float, ms: float, again: float, detail: str) -> dict:
+    """A result's fields (first at ratio `first`, `ms`) after a second timing at ratio `again`,
+    the first kept in `detail`: the time scales with the ratio, since clone's time is the same."""
+    return {"detail": detail, "ms": ms * first / again, "ratio": again}
+
+
 def kept_faster(first: float, ms: float, again: float) -> dict:
     """A result's fields after a second timing at ratio `again` beat the first, `first`."""
-    return {"detail": f"timed again: {again:.3f} of clone, first {first:.3f}", "ms": ms * first / again,
-            "ratio": again}
+    return timed_again(first, ms, again, f"timed again: {again:.3f} of clone, first {first:.3f}")
 
 
 def retimed_note(timed: int, faster: int) -> str:
@@ -281,8 +286,8 @@ def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torc
             new = again.get((saved_cell((row["case"], tuple(row["shape"]), tuple(row["dims"]), row["dtype"],
                                          row["view"])), row["kernel"]))
             if new is not None and args.remeasure:
-                row.update(detail=f"timed again after a change to the kernel: {new:.3f} of clone, "
-                                  f"{row['ratio']:.3f} before", ms=row["ms"] * row["ratio"] / new, ratio=new)
+                row.update(timed_again(row["ratio"], row["ms"], new, f"timed again after a change to the "
+                                       f"kernel: {new:.3f} of clone, {row['ratio']:.3f} before"))
             elif new is not None and row["ratio"] and new > row["ratio"]:
                 row.update(kept_faster(row["ratio"], row["ms"], new))
                 faster += 1

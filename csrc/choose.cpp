@@ -368,11 +368,12 @@ int fill_bucket(double fill) { return fill >= 0.9 ? 0 : fill >= 0.6 ? 1 : 2; }
 // the best kernel on each shape (geomean) and is never slower than torch; ranking each ".s"
 // class (leave-one-out) picked 0.969 of the best with 202 shapes over 5% slower than ATen's
 // copy, and the main table's picks for the same shapes 0.910 with 635. It is the element
-// count that matters, not the bytes: for every
-// element size, ATen's copy stayed within 2.5% of the best kernel below 2^19 elements and fell
-// to 0.93-0.95 of it between 2^19 and 2^20, where the main grids (2^20 elements and up) begin
-// and the kernels pull ahead.
+// count that matters, not the bytes: for every element size, ATen's copy stayed within 2.5% of
+// the best kernel below 2^19 elements and fell to 0.93-0.95 of it between 2^19 and 2^20, where
+// the main grids (2^20 elements and up) begin and the kernels pull ahead.
 constexpr int64_t kSmallWork = int64_t(1) << 20;
+
+bool small_work(Plan const& plan) { return plan.elements < kSmallWork; }
 
 // A plan's shape class (class_key in words): the route, the element size, the byte-length
 // buckets of the output's and the input's innermost dims, the tile (or rows) kernel's widest
@@ -407,7 +408,7 @@ Class classify(Plan const& plan) {
   int64_t const E = plan.element_size;
   Class c{plan.copy_route(), int(E), bucket(plan.dims[plan.m].size * E),
           plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0, 0, 0, false, false,
-          plan.elements < kSmallWork};
+          small_work(plan)};
   for (int i = 0; i < plan.rank; ++i) c.broadcast |= plan.dims[i].size > 1 && plan.dims[i].in == 0;
   auto const p = plan.copy_route() ? rows_problem(plan) : matrix_problem(plan);
   if (!p) return c;
@@ -658,7 +659,7 @@ bool offered(Choice const& c, std::string* why) {
 }
 
 Choice choose(Plan const& plan, Device const& device, bool explain) {
-  if (plan.elements < kSmallWork) {  // before classify(): the host time is what small work sees
+  if (small_work(plan)) {  // before classify(): the host time is what small work sees
     Choice c = *force(plan, Kernel::Aten, device, nullptr);
     if (explain) {
       c.key = class_key(plan);
