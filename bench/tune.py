@@ -265,10 +265,13 @@ def saved_cell(cell: tuple) -> Cell:
     return Cell("tune", case, shape, dims, dtype, View.parse(view), case)
 
 
-def changed(results: list, kernel: str, where: str) -> dict:
-    """{cell: {kernel}} for every shape `kernel` ran, in the classes matching `where`."""
+def changed(results: list, kernel: str, where: str, saved: Optional[list] = None) -> dict:
+    """{cell: {kernel}} for every shape `kernel` ran, in the classes matching `where`; with the
+    `saved` results, only the shapes whose class differs there."""
+    before = {cell: class_key(row) for cell, row in by_cell(saved).items()} if saved is not None else {}
     return {cell: {kernel} for cell, row in by_cell(results).items()
-            if kernel in row and row[kernel].status == "ok" and re.search(where, class_key(row) or "")}
+            if kernel in row and row[kernel].status == "ok" and re.search(where, class_key(row) or "")
+            and (saved is None or before.get(cell) != class_key(row))}
 
 
 def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torch.device) -> int:
@@ -277,8 +280,9 @@ def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torc
     kernel's every result (in the --where classes) timed again and replaced."""
     for path in args.retime:
         saved = json.loads(path.read_text())
-        results = reclassified(saved_results(saved), chooser)
-        found = (changed(results, args.remeasure, args.where) if args.remeasure
+        as_saved = saved_results(saved)
+        results = reclassified(as_saved, chooser)
+        found = (changed(results, args.remeasure, args.where, as_saved if args.moved else None) if args.remeasure
                  else suspects(results, chooser.kernels))
         again = retime({saved_cell(c): ks for c, ks in found.items()}, chooser, timer, device)
         faster = 0
@@ -293,7 +297,8 @@ def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torc
                 faster += 1
         if args.remeasure:
             note = (f"{args.remeasure} timed again after a change to it on its {len(again)} shapes"
-                    + (f" of the classes matching `{args.where}`" if args.where else ""))
+                    + (f" of the classes matching `{args.where}`" if args.where else "")
+                    + (" that this build puts in another class" if args.moved else ""))
             saved["meta"]["retimed"] = "; ".join(filter(None, (saved["meta"].get("retimed"), note)))
         else:
             saved["meta"]["retimed"] = retimed_note(len(again), faster)
@@ -352,6 +357,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         "timing the suspects again")
     p.add_argument("--where", default="", metavar="REGEX",
                    help="with --remeasure: only the shapes whose class (this build's) matches REGEX")
+    p.add_argument("--moved", action="store_true",
+                   help="with --remeasure: only the shapes whose class this build changed (a kernel "
+                        "change that also moved its shapes between classes)")
     p.add_argument("--dry-run", action="store_true",
                    help="on the CPU, tiny shapes, perf_counter timing; writes under /tmp/tune-dry")
     p.add_argument("--fake", action="store_true",

@@ -107,16 +107,19 @@ int interleave_width(Problem const& p, bool pack, std::string* why) {
 }
 
 // The interleave kernel on p: packing if it can, else unpacking; width 0 (and the packing
-// side's reason in *why) when neither runs. `gaps`: pixels lie further apart than C.
+// side's reason in *why) when neither runs. `gaps`: pixels lie further apart than C and the
+// kernel skips the gaps (element_run_channels, work.h, reads short gaps with the pixels).
 struct InterleaveFit {
   int width = 0;
   bool pack = false, gaps = false;
 };
 InterleaveFit interleave_fit(Problem const& p, std::string* why) {
   std::string why_unpack;
-  for (bool pack : {true, false})
-    if (int const width = interleave_width(p, pack, pack ? why : &why_unpack))
-      return {width, pack, pack ? p.out_col_stride != p.rows : p.row_stride != p.cols};
+  for (bool pack : {true, false}) {
+    int const width = interleave_width(p, pack, pack ? why : &why_unpack);
+    int64_t const C = pack ? p.rows : p.cols, pixel_stride = pack ? p.out_col_stride : p.row_stride;
+    if (width) return {width, pack, element_run_channels(C, pixel_stride, p.element_size, pack) != pixel_stride};
+  }
   return {};
 }
 
@@ -380,7 +383,7 @@ bool small_work(Plan const& plan) { return plan.elements < kSmallWork; }
 // vector, how full its tiles would be (".f1", ".f2"; nothing when at least 90% full), and
 // whether the interleave kernel can run it. Interleave counts three times: ".I" in 16-byte vectors,
 // ".Ie" one element per access (for 1-byte elements on the H100, 0.46 of clone where vectors
-// reach 0.97), ".Ig" one element per access with gaps between pixels (0.5-0.8 where the others
+// reach 0.97), ".Ig" one element per access skipping gaps between pixels (0.5-0.8 where the others
 // reach 0.8-1.0). ".b" marks a broadcast input (a dim of two or more elements with input
 // stride 0, such as an expand()ed view): its reads come from a small footprint, and ATen's copy
 // ran such shapes at 1.15-1.2 of clone where the tile kernel ran 0.7, in a class whose other
@@ -637,7 +640,18 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
 // than kMinElementBlocks blocks it leaves SMs idle. Over the H100 tuning grids it ran at 0.61 x
 // ATen's copy's speed (geomean, 27 shapes) on grids of 66-132 blocks, 0.86 x on 132-264 (74),
 // and 1.25 x on larger ones (932); its vector mode at 1.37-1.5 x on all of them.
+//
+// Skipping the gaps between pixels (element_run_channels, work.h) on a broadcast input (some dim
+// of two or more elements read with stride 0), the interleave kernel ran at 0.66 x ATen's copy's
+// speed over the H100 tuning grids (geomean, 125 shapes; slower on 93), and at 0.54 of clone on
+// the sweep's (6109111, 5) bfloat16 pixels expanded from one, where ATen's copy ran 0.99.
 constexpr int64_t kMinElementBlocks = 264;
+
+bool broadcast(Problem const& p) {
+  bool any = (p.rows > 1 && p.row_stride == 0) || (p.cols > 1 && p.col_stride == 0);
+  for (int d = 0; d < p.batch.rank; ++d) any = any || (p.batch.size[d] > 1 && p.batch.in_stride[d] == 0);
+  return any;
+}
 
 bool offered(Choice const& c, std::string* why) {
   auto refuse = [&](std::string const& reason) {
@@ -650,10 +664,14 @@ bool offered(Choice const& c, std::string* why) {
   if (c.kernel == Kernel::Padded && tile_fill(p.rows, p.cols, {64, std::max(1, 128 / p.element_size), 0}) < kMinTileFill)
     return refuse("its tiles would be less than a quarter full");
   if (c.kernel == Kernel::Interleave && c.width == p.element_size) {
-    int64_t const E = p.element_size, C = c.channels, pixels = c.pack ? p.cols : p.rows;
-    int64_t const block = 256 * std::max<int64_t>(1, std::min<int64_t>(16 / E, 128 / (C * E)));
+    int const E = p.element_size;
+    int64_t const pixels = c.pack ? p.cols : p.rows;
+    int64_t const run = element_run_channels(c.channels, c.pack ? p.out_col_stride : p.row_stride, E, c.pack);
+    int64_t const block = 256 * element_pixels_per_lane(int(run), E);
     if (p.batch.count * ((pixels + block - 1) / block) < kMinElementBlocks)
       return refuse("one element per access on fewer than " + std::to_string(kMinElementBlocks) + " blocks");
+    if (run == c.channels && (c.pack ? p.out_col_stride : p.row_stride) != c.channels && broadcast(p))
+      return refuse("skipping the gaps between pixels of a broadcast input");
   }
   return true;
 }

@@ -482,6 +482,15 @@ def test_tune_remeasure_replaces_a_changed_kernels_timings(tmp_path):
     saved.write_text(json.dumps({"meta": meta, "classes": [], "rows": rows}))
     assert tune.main(["--dry-run", "--fake", "--retime", str(saved), "--remeasure", "ours", "--where", "nothing"]) == 0
     assert not any(r["detail"] for r in json.loads(saved.read_text())["rows"])
+    # --moved: only the shapes this build puts in another class than the saved one (20 stays)
+    for r in rows:
+        if r["shape"][0] == 20 and r["explain"]:
+            r["explain"]["class"] = "e4/tile"
+    saved.write_text(json.dumps({"meta": meta, "classes": [], "rows": rows}))
+    assert tune.main(["--dry-run", "--fake", "--retime", str(saved), "--remeasure", "ours", "--moved"]) == 0
+    after = json.loads(saved.read_text())
+    assert sorted(r["shape"][0] for r in after["rows"] if r["detail"]) == [24, 28]
+    assert after["meta"]["retimed"].endswith("on its 2 shapes that this build puts in another class")
 
 
 @pytest.mark.parametrize("view", [View(), View("offset", 2, 1), View("step", 0, 3), View("transposed", 3, 1),

@@ -34,6 +34,8 @@ def view_of(kind, shape, dtype, device):
         return random_tensor((*shape[:-1], 2 * shape[-1]), dtype, device)[..., ::2]
     if kind == "sliced":  # rows padded to a whole 64, cut back: aligned strides, odd lengths
         return random_tensor((*shape[:-1], (shape[-1] + 63) // 64 * 64), dtype, device)[..., : shape[-1]]
+    if kind == "shifted":  # x[..., 1:] of rows one longer: a one-element gap, the last row ends the storage
+        return random_tensor((*shape[:-1], shape[-1] + 1), dtype, device)[..., 1:]
     raise ValueError(kind)
 
 
@@ -53,6 +55,8 @@ CASES = [
     ((5, 1101), (1, 0), "offset", {"interleave", "box"}),
     ((2, 3, 2, 2000), (1, 0, 3, 2), "offset", {"interleave"}),  # a batch of 3 x 2000 at odd offsets
     ((1101, 7), (1, 0), "sliced", {"interleave", "box"}),  # x[:, :7] of rows of 64: pixels 64 apart
+    ((1101, 7), (1, 0), "shifted", {"interleave", "box"}),  # pixels 8 apart: the gaps read with them
+    ((3, 1101, 5), (0, 2, 1), "shifted", {"interleave"}),
     ((3, 1101, 12), (0, 2, 1), "sliced", {"interleave"}),   # 12 channels
     # tall-skinny and short-wide matrices
     ((4096, 3), (1, 0), "contiguous", {"interleave", "box"}),
@@ -175,6 +179,11 @@ VECTORS, ELEMENTS, GAPS = "16-byte vectors", "one element per access", "gaps"
     ((4, 3, 32, 48), (0, 2, 3, 1), "contiguous", torch.complex128, ELEMENTS),
     ((640, 12), (1, 0), "contiguous", torch.float32, ELEMENTS),  # 12 channels: vectors take up to 8
     ((640, 4), (1, 0), "sliced", torch.float32, GAPS),  # x[:, :4] of rows of 64
+    ((640, 7), (1, 0), "shifted", torch.float32, ELEMENTS),  # x[:, 1:] of rows of 8: a 4-byte gap, read
+    ((640, 7), (1, 0), "shifted", torch.complex128, ELEMENTS),  # 16-byte gaps, read; 8 x 16 bytes a pixel
+    ((640, 8), (1, 0), "shifted", torch.complex128, GAPS),  # 9 x 16 bytes: more than the kernel's 128
+    ((4096, 3), (1, 0), "sliced", torch.uint8, GAPS),  # x[:, :3] of rows of 64 bytes: a 61-byte gap
+    ((4096, 3), (1, 0), "shifted", torch.uint8, ELEMENTS),  # 3 of 4 bytes (RGBA -> RGB)
 ])
 def test_interleave_moves_vectors_where_aligned_and_single_elements_elsewhere(shape, dims, view, dtype, mode):
     info = cute_transpose.explain(view_of(view, shape, dtype, "cpu"), dims, kernel="interleave")["cuda"]
@@ -252,6 +261,17 @@ def test_interleave_one_element_per_access_is_no_candidate_on_a_small_grid():
     # 16-byte vectors take any grid
     named = cute_transpose.explain(torch.empty(1024, 4), (1, 0), kernel="interleave")["cuda"]
     assert named["offered"] and "16-byte vectors" in named["config"]
+
+
+def test_interleave_skipping_gaps_is_no_candidate_on_a_broadcast_input():
+    # pixels of 5 bfloat16 channels expanded from one pixel: stride 0 between pixels, gaps skipped
+    x = torch.empty(1, 5, dtype=torch.bfloat16).expand(6109111, 5)
+    named = cute_transpose.explain(x, (1, 0), kernel="interleave")["cuda"]
+    assert not named["offered"] and named["reason"].endswith("skipping the gaps between pixels of a broadcast input")
+    assert cute_transpose.explain(x, (1, 0))["cuda"]["kernel"] != "interleave"
+    # the same pixels read from memory, 64 elements apart (gaps skipped) or 6 (gaps read)
+    for x in (torch.empty(10**6, 64, dtype=torch.bfloat16)[:, :5], torch.empty(10**6, 6, dtype=torch.bfloat16)[:, 1:]):
+        assert cute_transpose.explain(x, (1, 0), kernel="interleave")["cuda"]["offered"]
 
 
 def test_explain_defaults_to_the_transpose_of_the_last_two_dims():

@@ -12,7 +12,9 @@
 //            J = K = 16 / E;
 //   element  (any alignment, any element size, C * E <= 128 bytes, pixels any distance apart on
 //            the interleaved side) one element per access, the run staged in shared memory;
-//            J = K, or fewer where a warp's run would pass 4 KiB.
+//            J = K, or fewer where a warp's run would pass 4 KiB. Unpacking pixels with short
+//            gaps between them, it reads the gaps too (work.h, element_run_channels): a kernel
+//            of C = the pixel stride that writes only the first `planes` planes.
 //   pack    planes -> interleaved: the Problem's m is the C planes (rows), n the pixels;
 //   unpack  interleaved -> planes: n is the C channels (cols), m the pixels.
 // In vector mode, pixels past the last whole vector of a row are moved one element at a time.
@@ -132,23 +134,32 @@ CUTE_DEVICE void move_vectors(T const* from, T* to, int64_t plane_stride, int64_
 // apart) fall on different banks.
 CUTE_DEVICE int padded(int q) { return q + q / 32; }
 
-// Pixels per lane: K = 16 / E (as in vector mode) while a warp's run stays within 4 KiB.
+// Pixels per lane: K = 16 / E in vector mode, element_pixels_per_lane (work.h) in element mode.
 template <class T, int C, bool kVector>
 constexpr int pixels_per_lane() {
-  constexpr int E = int(sizeof(T)), K = 16 / E > 1 ? 16 / E : 1, fit = 128 / (C * E);
-  static_assert(C * E <= 128, "element mode takes runs of up to 128 bytes per pixel");
-  return kVector || fit >= K ? K : fit;
+  static_assert(C * int(sizeof(T)) <= 128, "element mode takes runs of up to 128 bytes per pixel");
+  return kVector ? 16 / int(sizeof(T)) : element_pixels_per_lane(C, int(sizeof(T)));
 }
 
-// kGaps: pixels lie `pixel_stride` apart on the interleaved side, not C. Without gaps, every
+// Gaps::Skip: pixels lie `pixel_stride` apart on the interleaved side, not C. Without gaps, every
 // offset into the run is a constant of the unrolled loops, which the compiler folds into the
 // accesses; with them, each takes its own 64-bit arithmetic and registers. The two are separate
 // kernels: on the H100, one kernel holding both forms (and so the registers of the general one)
 // unpacked (7698931, 5) float32 at 0.82 of clone and (7840857, 3) uint8 at 0.29, the gap-free
 // kernel alone at 0.95 and 0.95.
-template <class T, int C, bool kPack, bool kGaps>
+//
+//
+// Gaps::Read: unpacking a run whose pixels carry gaps read with them (element_run_channels in
+// work.h); only the first `written` of the C planes are written, and the warp reads its run up to
+// the last pixel's last written channel. A kernel of its own, as the runtime plane count costs
+// the gap-free kernel registers (48 -> 64 for 7 float32 channels).
+enum class Gaps { None, Read, Skip };
+
+template <class T, int C, bool kPack, Gaps G>
 CUTE_DEVICE void move_elements(T const* from, T* to, int64_t plane_stride, int64_t pixel_stride, int64_t pixels,
-                               int64_t warp_x0, int lane, T* stage) {
+                               int written_planes, int64_t warp_x0, int lane, T* stage) {
+  constexpr bool kGaps = G == Gaps::Skip;
+  int const written = G == Gaps::Read ? written_planes : C;
   constexpr int K = pixels_per_lane<T, C, false>();
   int64_t const left = pixels - warp_x0;
   int const n = left < 32 * K ? int(left) : 32 * K;  // pixels of this warp; n <= 0: none
@@ -172,21 +183,23 @@ CUTE_DEVICE void move_elements(T const* from, T* to, int64_t plane_stride, int64
     T* out_planes = to + warp_x0;
     CUTE_UNROLL
     for (int i = 0; i < C * K; ++i)
-      if (int const q = i * 32 + lane; q < n * C) stage[padded(q)] = in_run[at(q)];
+      if (int const q = i * 32 + lane; q < n * C - (C - written)) stage[padded(q)] = in_run[at(q)];
     __syncwarp();
     CUTE_UNROLL
-    for (int c = 0; c < C; ++c)
+    for (int c = 0; c < C; ++c) {
+      if (c == written) break;
       CUTE_UNROLL
       for (int j = 0; j < K; ++j)
         if (int const x = j * 32 + lane; x < n) out_planes[c * plane_stride + x] = stage[padded(x * C + c)];
+    }
   }
   __syncwarp();  // the stage is reused by the next block's pixels
 }
 
 // Both modes: block t of a matrix takes pixels [t * kThreads * J, (t + 1) * kThreads * J), each
 // warp 32 * J of them, each lane (vector mode) J.
-template <class T, int C, bool kPack, bool kVector, bool kGaps>
-__global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks_per_matrix) {
+template <class T, int C, bool kPack, bool kVector, Gaps G>
+__global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks_per_matrix, int planes) {
   constexpr int K = pixels_per_lane<T, C, kVector>();
   constexpr int kWarps = kThreads / 32;
   using Staged = cute::conditional_t<kVector, Vec, T>;
@@ -207,30 +220,34 @@ __global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks
     if constexpr (kVector)
       move_vectors<T, C, kPack>(src + at.in, dst + at.out, plane_stride, pixels, x0, lane, stage);
     else
-      move_elements<T, C, kPack, kGaps>(src + at.in, dst + at.out, plane_stride, pixel_stride, pixels, x0 - lane * K,
-                                        lane, stage);
+      move_elements<T, C, kPack, G>(src + at.in, dst + at.out, plane_stride, pixel_stride, pixels, planes,
+                                        x0 - lane * K, lane, stage);
   }
 }
 
 template <class T, int C, bool kPack, bool kVector>
-cudaError_t launch_with(Problem const& p, cudaStream_t stream) {
+cudaError_t launch_with(Problem const& p, int planes, cudaStream_t stream) {
   constexpr int K = pixels_per_lane<T, C, kVector>();
   int64_t const pixels = kPack ? p.cols : p.rows;
   int64_t const per_matrix = ((pixels + K - 1) / K + kThreads - 1) / kThreads;
   int64_t const blocks = p.batch.count * per_matrix;
-  auto kernel = interleave<T, C, kPack, kVector, false>;
-  if constexpr (!kVector)  // vector mode has no gaps (the chooser checked)
-    if ((kPack ? p.out_col_stride : p.row_stride) != C) kernel = interleave<T, C, kPack, false, true>;
-  kernel<<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), kThreads, 0, stream>>>(p, per_matrix);
+  auto kernel = interleave<T, C, kPack, kVector, Gaps::None>;
+  if constexpr (!kVector) {  // vector mode has no gaps (the chooser checked)
+    if ((kPack ? p.out_col_stride : p.row_stride) != C) kernel = interleave<T, C, kPack, false, Gaps::Skip>;
+    if constexpr (!kPack)
+      if (planes != C) kernel = interleave<T, C, kPack, false, Gaps::Read>;
+  }
+  kernel<<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), kThreads, 0, stream>>>(p, per_matrix, planes);
   return cudaGetLastError();
 }
 
-// C = `channels`, of 2 .. kMaxChannels (element mode, C * E <= 128) or .. kMaxVectorChannels.
+// C = `channels`, of 2 .. kMaxChannels (element mode, C * E <= 128) or .. kMaxVectorChannels;
+// the kernel writes the first `planes` planes.
 template <class T, bool kPack, bool kVector, int C = 2>
-cudaError_t launch_channels(Problem const& p, int channels, cudaStream_t stream) {
+cudaError_t launch_channels(Problem const& p, int channels, int planes, cudaStream_t stream) {
   constexpr int kMax = kVector ? kMaxVectorChannels : (128 / int(sizeof(T)) < kMaxChannels ? 128 / int(sizeof(T)) : kMaxChannels);
-  if (channels == C) return launch_with<T, C, kPack, kVector>(p, stream);
-  if constexpr (C < kMax) return launch_channels<T, kPack, kVector, C + 1>(p, channels, stream);
+  if (channels == C) return launch_with<T, C, kPack, kVector>(p, planes, stream);
+  if constexpr (C < kMax) return launch_channels<T, kPack, kVector, C + 1>(p, channels, planes, stream);
   return cudaErrorInvalidValue;
 }
 
@@ -244,9 +261,12 @@ cudaError_t launch_interleave_for(Problem const& p, int channels, bool pack, int
   using namespace interleave_detail;
   if constexpr (sizeof(T) <= 8) {
     if (width > int(sizeof(T)))
-      return pack ? launch_channels<T, true, true>(p, channels, stream) : launch_channels<T, false, true>(p, channels, stream);
+      return pack ? launch_channels<T, true, true>(p, channels, channels, stream)
+                  : launch_channels<T, false, true>(p, channels, channels, stream);
   }
-  return pack ? launch_channels<T, true, false>(p, channels, stream) : launch_channels<T, false, false>(p, channels, stream);
+  if (pack) return launch_channels<T, true, false>(p, channels, channels, stream);
+  int const run = int(element_run_channels(channels, p.row_stride, int(sizeof(T)), false));
+  return launch_channels<T, false, false>(p, run, channels, stream);
 }
 
 cudaError_t launch_interleave_e1(Problem const& p, int channels, bool pack, int width, cudaStream_t stream);
