@@ -640,13 +640,12 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
 // than kMinElementBlocks blocks it leaves SMs idle. Over the H100 tuning grids it ran at 0.61 x
 // ATen's copy's speed (geomean, 27 shapes) on grids of 66-132 blocks, 0.86 x on 132-264 (74),
 // and 1.25 x on larger ones (932); its vector mode at 1.37-1.5 x on all of them.
-//
+constexpr int64_t kMinElementBlocks = 264;
+
 // Skipping the gaps between pixels (element_run_channels, work.h) on a broadcast input (some dim
 // of two or more elements read with stride 0), the interleave kernel ran at 0.66 x ATen's copy's
 // speed over the H100 tuning grids (geomean, 125 shapes; slower on 93), and at 0.54 of clone on
 // the sweep's (6109111, 5) bfloat16 pixels expanded from one, where ATen's copy ran 0.99.
-constexpr int64_t kMinElementBlocks = 264;
-
 bool broadcast(Problem const& p) {
   bool any = (p.rows > 1 && p.row_stride == 0) || (p.cols > 1 && p.col_stride == 0);
   for (int d = 0; d < p.batch.rank; ++d) any = any || (p.batch.size[d] > 1 && p.batch.in_stride[d] == 0);
@@ -665,13 +664,12 @@ bool offered(Choice const& c, std::string* why) {
     return refuse("its tiles would be less than a quarter full");
   if (c.kernel == Kernel::Interleave && c.width == p.element_size) {
     int const E = p.element_size;
-    int64_t const pixels = c.pack ? p.cols : p.rows;
-    int64_t const run = element_run_channels(c.channels, c.pack ? p.out_col_stride : p.row_stride, E, c.pack);
+    int64_t const pixels = c.pack ? p.cols : p.rows, pixel_stride = c.pack ? p.out_col_stride : p.row_stride;
+    int64_t const run = element_run_channels(c.channels, pixel_stride, E, c.pack);  // C, or S (gaps read)
     int64_t const block = 256 * element_pixels_per_lane(int(run), E);
     if (p.batch.count * ((pixels + block - 1) / block) < kMinElementBlocks)
       return refuse("one element per access on fewer than " + std::to_string(kMinElementBlocks) + " blocks");
-    if (run == c.channels && (c.pack ? p.out_col_stride : p.row_stride) != c.channels && broadcast(p))
-      return refuse("skipping the gaps between pixels of a broadcast input");
+    if (run != pixel_stride && broadcast(p)) return refuse("skipping the gaps between pixels of a broadcast input");
   }
   return true;
 }

@@ -148,7 +148,6 @@ constexpr int pixels_per_lane() {
 // unpacked (7698931, 5) float32 at 0.82 of clone and (7840857, 3) uint8 at 0.29, the gap-free
 // kernel alone at 0.95 and 0.95.
 //
-//
 // Gaps::Read: unpacking a run whose pixels carry gaps read with them (element_run_channels in
 // work.h); only the first `written` of the C planes are written, and the warp reads its run up to
 // the last pixel's last written channel. A kernel of its own, as the runtime plane count costs
@@ -221,7 +220,7 @@ __global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks
       move_vectors<T, C, kPack>(src + at.in, dst + at.out, plane_stride, pixels, x0, lane, stage);
     else
       move_elements<T, C, kPack, G>(src + at.in, dst + at.out, plane_stride, pixel_stride, pixels, planes,
-                                        x0 - lane * K, lane, stage);
+                                    x0 - lane * K, lane, stage);
   }
 }
 
