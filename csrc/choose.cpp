@@ -86,6 +86,11 @@ bool contiguous_rows_output(Problem const& p) {
   return true;
 }
 
+// The two sides of p as the interleave kernel sees them: C, the channels' side, and the
+// distance between pixels on the interleaved side (the input's when unpacking).
+int64_t interleave_channels(Problem const& p, bool pack) { return pack ? p.rows : p.cols; }
+int64_t pixel_stride_of(Problem const& p, bool pack) { return pack ? p.out_col_stride : p.row_stride; }
+
 // Interleave: one side is C = 2..kMaxChannels unit-stride elements (the channels of an NHWC
 // image, a pixel), the other side is C unit-stride planes (NCHW). `pack` goes planes ->
 // pixels. The width: 16 when both sides move in 16-byte vectors of K = 16 / E elements along
@@ -94,12 +99,12 @@ bool contiguous_rows_output(Problem const& p) {
 // access, any alignment, pixels any distance apart); 0 when it cannot run.
 int interleave_width(Problem const& p, bool pack, std::string* why) {
   int64_t const E = p.element_size, K = 16 / E;
-  int64_t const C = pack ? p.rows : p.cols;
+  int64_t const C = interleave_channels(p, pack);
   if (C < 2 || C > kMaxChannels || C * E > 128)
     return *why = "no side of 2.." + std::to_string(kMaxChannels) + " elements (and at most 128 bytes)", 0;
   if (p.col_stride != 1 || p.out_row_stride != 1) return *why = "the channels or the planes are not unit-stride", 0;
   int64_t const plane_stride = pack ? p.row_stride : p.out_col_stride;
-  int64_t const pixel_stride = pack ? p.out_col_stride : p.row_stride;
+  int64_t const pixel_stride = pixel_stride_of(p, pack);
   bool ok = E <= 8 && C <= kMaxVectorChannels && pixel_stride == C && divisible(plane_stride, K) &&
             aligned(p.src, 16) && aligned(p.dst, 16);
   for (int d = 0; d < p.batch.rank; ++d) ok = ok && divisible(p.batch.in_stride[d], K) && divisible(p.batch.out_stride[d], K);
@@ -108,18 +113,17 @@ int interleave_width(Problem const& p, bool pack, std::string* why) {
 
 // The interleave kernel on p: packing if it can, else unpacking; width 0 (and the packing
 // side's reason in *why) when neither runs. `gaps`: pixels lie further apart than C and the
-// kernel skips the gaps (element_run_channels, work.h, reads short gaps with the pixels).
+// kernel skips the gaps (element_skips_gaps, work.h: it reads short gaps with the pixels).
 struct InterleaveFit {
   int width = 0;
   bool pack = false, gaps = false;
 };
 InterleaveFit interleave_fit(Problem const& p, std::string* why) {
   std::string why_unpack;
-  for (bool pack : {true, false}) {
-    int const width = interleave_width(p, pack, pack ? why : &why_unpack);
-    int64_t const C = pack ? p.rows : p.cols, pixel_stride = pack ? p.out_col_stride : p.row_stride;
-    if (width) return {width, pack, element_run_channels(C, pixel_stride, p.element_size, pack) != pixel_stride};
-  }
+  for (bool pack : {true, false})
+    if (int const width = interleave_width(p, pack, pack ? why : &why_unpack))
+      return {width, pack,
+              element_skips_gaps(interleave_channels(p, pack), pixel_stride_of(p, pack), p.element_size, pack)};
   return {};
 }
 
@@ -593,7 +597,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (!fit.width) return std::nullopt;
       c.width = fit.width;
       c.pack = fit.pack;
-      c.channels = int(fit.pack ? p.rows : p.cols);
+      c.channels = int(interleave_channels(p, fit.pack));
       // A block takes up to 256 * K pixels of one matrix. Like the tile kernels, it runs only
       // where its blocks are at least a quarter full: a batch of 2.2M matrices of 4 pixels (the
       // sweep's expanded (2, 2234417, 4) bfloat16 permute) ran at 0.001 of clone, ATen's copy
@@ -642,7 +646,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
 // and 1.25 x on larger ones (932); its vector mode at 1.37-1.5 x on all of them.
 constexpr int64_t kMinElementBlocks = 264;
 
-// Skipping the gaps between pixels (element_run_channels, work.h) on a broadcast input (some dim
+// Skipping the gaps between pixels (element_skips_gaps, work.h) on a broadcast input (some dim
 // of two or more elements read with stride 0), the interleave kernel ran at 0.66 x ATen's copy's
 // speed over the H100 tuning grids (geomean, 125 shapes; slower on 93), and at 0.54 of clone on
 // the sweep's (6109111, 5) bfloat16 pixels expanded from one, where ATen's copy ran 0.99.
@@ -664,12 +668,13 @@ bool offered(Choice const& c, std::string* why) {
     return refuse("its tiles would be less than a quarter full");
   if (c.kernel == Kernel::Interleave && c.width == p.element_size) {
     int const E = p.element_size;
-    int64_t const pixels = c.pack ? p.cols : p.rows, pixel_stride = c.pack ? p.out_col_stride : p.row_stride;
+    int64_t const pixels = c.pack ? p.cols : p.rows, pixel_stride = pixel_stride_of(p, c.pack);
     int64_t const run = element_run_channels(c.channels, pixel_stride, E, c.pack);  // C, or S (gaps read)
     int64_t const block = 256 * element_pixels_per_lane(int(run), E);
     if (p.batch.count * ((pixels + block - 1) / block) < kMinElementBlocks)
       return refuse("one element per access on fewer than " + std::to_string(kMinElementBlocks) + " blocks");
-    if (run != pixel_stride && broadcast(p)) return refuse("skipping the gaps between pixels of a broadcast input");
+    if (element_skips_gaps(c.channels, pixel_stride, E, c.pack) && broadcast(p))
+      return refuse("skipping the gaps between pixels of a broadcast input");
   }
   return true;
 }

@@ -46,6 +46,12 @@ constexpr CUTE_TRANSPOSE_HD int64_t element_run_channels(int64_t channels, int64
   return read_gaps ? pixel_stride : channels;
 }
 
+// Whether the mode skips the gaps between pixels: they lie further apart than C, and too far to
+// be read with them.
+constexpr CUTE_TRANSPOSE_HD bool element_skips_gaps(int64_t channels, int64_t pixel_stride, int element_size, bool pack) {
+  return element_run_channels(channels, pixel_stride, element_size, pack) != pixel_stride;
+}
+
 // One dim of the work, in elements. `out` is the output's stride (the output is contiguous).
 struct Dim {
   int64_t size = 1, in = 0, out = 0;
