@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <sstream>
@@ -53,12 +54,26 @@ double tile_fill(int64_t rows, int64_t cols, TileDims t) {
 // and ran at 0.02 of clone, eager at 0.71) and another kernel does better.
 constexpr double kMinTileFill = 0.25;
 
-// The tile shape that leaves the least of its tiles outside the matrix; square on ties.
+// The tile shape: the one with the best score, fill x sqrt(min(1, output run / 1 KiB)), where
+// the output run is the bytes of an output row one tile writes (bm elements, or all m when m is
+// shorter). How full the tiles are is not enough: for the TTC suite's float32 (75, 608, 12, 96)
+// permuted (2, 0, 3, 1), square and tall tiles are both 71% full, but the square tile's 256-byte
+// output runs ran at 0.85 of clone and the tall tile's 512-byte ones at 0.93; a short tile 95%
+// full (128-byte runs) of (75, 96, 12, 608) ran at 0.84, the tall one 71% full at 0.95. Over 362
+// random batched transposes of 64-256 MiB (every element size, m and n of 8-4096 elements; the
+// H100, `bench/tile_shapes.py`), this pick ran at 0.980 of the best of the five shapes (geomean;
+// 41 shapes under 0.95 of it), the least waste among square, tall and wide tiles at 0.957 (94),
+// and on the 11 TTC cells of m and n <= 608 at 0.9996 (0.863).
+constexpr double kTileRunBytes = 1024;
+double tile_shape_score(Problem const& p, int W, TileShape s) {
+  TileDims const t = tile_dims(p.element_size, W, s);
+  double const run = double(std::min<int64_t>(t.bm, p.rows) * p.element_size);
+  return tile_fill(p.rows, p.cols, t) * std::sqrt(std::min(1.0, run / kTileRunBytes));
+}
 TileShape tile_shape(Problem const& p, int W) {
-  auto waste = [&](TileShape s) { return 1.0 / tile_fill(p.rows, p.cols, tile_dims(p.element_size, W, s)); };
   TileShape best = TileShape::Square;
-  for (TileShape s : {TileShape::Tall, TileShape::Wide})
-    if (waste(s) < 0.95 * waste(best)) best = s;
+  for (TileShape s : {TileShape::Tall, TileShape::Wide, TileShape::Narrow, TileShape::Short})
+    if (tile_shape_score(p, W, s) > tile_shape_score(p, W, best)) best = s;
   return best;
 }
 
@@ -525,8 +540,16 @@ char const* tile_shape_name(TileShape s) {
   switch (s) {
     case TileShape::Tall: return "tall";
     case TileShape::Wide: return "wide";
+    case TileShape::Narrow: return "narrow";
+    case TileShape::Short: return "short";
     default: return "square";
   }
+}
+
+std::optional<TileShape> tile_shape_from_name(std::string const& name) {
+  for (TileShape s : {TileShape::Square, TileShape::Tall, TileShape::Wide, TileShape::Narrow, TileShape::Short})
+    if (name == tile_shape_name(s)) return s;
+  return std::nullopt;
 }
 
 std::string Choice::config() const {
@@ -629,6 +652,16 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
     }
     default: return c;  // the seed ladder takes any strides
   }
+}
+
+std::optional<Choice> force_tile(Plan const& plan, TileShape shape, Device const& device, std::string* why) {
+  auto c = force(plan, Kernel::Tile, device, why);
+  if (!c) return std::nullopt;
+  c->shape = shape;
+  Problem const& p = *c->problem;
+  if (tile_fill(p.rows, p.cols, tile_dims(p.element_size, c->width, shape)) < kMinTileFill)
+    return *why = std::string("its ") + tile_shape_name(shape) + " tiles would be less than a quarter full", std::nullopt;
+  return c;
 }
 
 // Where the chooser does not offer a kernel that could run the plan:

@@ -41,6 +41,7 @@ std::vector<std::string> const& candidate_names();
 char const* kernel_name(Kernel k);
 
 char const* tile_shape_name(TileShape s);
+std::optional<TileShape> tile_shape_from_name(std::string const& name);
 
 struct Choice {
   Kernel kernel = Kernel::Aten;
@@ -72,6 +73,10 @@ Choice choose(Plan const& plan, Device const& device, bool explain = false);
 // `kernel` for `plan`, or std::nullopt with the reason in *why_not when it cannot run it. The
 // seed ladder and _permute_with take this: the kernel runs any shape it can.
 std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& device, std::string* why_not);
+
+// The Tile kernel for `plan` in the given tile shape instead of the chooser's (bench/tile_shapes.py
+// measures them all), or std::nullopt with the reason when it cannot run it so.
+std::optional<Choice> force_tile(Plan const& plan, TileShape shape, Device const& device, std::string* why_not);
 
 // Whether `kernel` is one of candidate_names().
 bool is_candidate(Kernel kernel);

@@ -98,12 +98,17 @@ using CudaOps = PlanOps<RunCuda>;
 
 
 // One named candidate of the chooser, wherever it can run the permute (tests and tuning run it
-// also where the chooser would not offer it), or a clear error when it cannot.
+// also where the chooser would not offer it), or a clear error when it cannot. "tile/<shape>"
+// names the Tile kernel in one tile shape (square, tall, wide, narrow, short).
 at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::string_view name) {
   auto const perm = checked_permutation(x, dims, "_permute_with");
-  auto const kernel = kernel_from_name(std::string(name));
-  TORCH_CHECK(kernel && is_candidate(*kernel), "cute_transpose._permute_with: unknown kernel '", name,
-              "'; the candidates are ", c10::Join(", ", candidate_names()));
+  std::string const full(name);
+  auto const slash = full.find('/');
+  auto const kernel = kernel_from_name(full.substr(0, slash));
+  auto const shape = slash == std::string::npos ? std::nullopt : tile_shape_from_name(full.substr(slash + 1));
+  TORCH_CHECK(kernel && is_candidate(*kernel) && (slash == std::string::npos || (*kernel == Kernel::Tile && shape)),
+              "cute_transpose._permute_with: unknown kernel '", name, "'; the candidates are ",
+              c10::Join(", ", candidate_names()), ", and tile/<square|tall|wide|narrow|short>");
   at::Tensor out = new_result(x, perm);
   if (out.numel() == 0) return out;
   c10::cuda::CUDAGuard guard(out.device());
@@ -115,7 +120,8 @@ at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::str
     return out;
   }
   std::string why;
-  auto const choice = force(*plan, *kernel, device_info(), &why);  // also where choose() would not offer it
+  auto const choice = shape ? force_tile(*plan, *shape, device_info(), &why)
+                            : force(*plan, *kernel, device_info(), &why);  // also where choose() would not offer it
   TORCH_CHECK(choice, "cute_transpose._permute_with: the ", name, " kernel cannot run this permute: ", why);
   execute(*choice, x, perm, out);
   return out;

@@ -7,8 +7,9 @@
 namespace cute_transpose {
 
 // Square, or twice as tall and half as wide (for matrices with few columns), or the reverse
-// (few rows). The chooser takes the shape that wastes the least of its tiles.
-enum class TileShape { Square, Tall, Wide };
+// (few rows); or half a square tile: half as wide (Narrow) or half as tall (Short), for sides
+// just over half a tile. The chooser takes the shape (choose.cpp, tile_shape).
+enum class TileShape { Square, Tall, Wide, Narrow, Short };
 
 // With fewer tiles than this many waves of resident blocks, the Tile kernel runs a persistent
 // grid that prefetches its next tile (which also evens out the last wave); with more, one tile
@@ -29,13 +30,26 @@ constexpr TileDims square_tile(int element_size, int width) {
   }
 }
 
+// Whether `threads` can load a (bm, bn) tile in rows of W-byte vectors and store it in V x V
+// blocks (vector_tile.cuh, VecTile's static_asserts).
+constexpr bool tile_threads_fit(int element_size, int width, int bm, int bn, int threads) {
+  int const v = width / element_size, cn = bn / v, cm = bm / v;
+  return threads % cn == 0 && bm % (threads / cn) == 0 && threads % cm == 0 && cn % (threads / cm) == 0;
+}
+
 constexpr TileDims tile_dims(int element_size, int width, TileShape shape) {
   TileDims const s = square_tile(element_size, width);
+  TileDims t = s;
   switch (shape) {
-    case TileShape::Tall: return {2 * s.bm, s.bn / 2, s.threads};
-    case TileShape::Wide: return {s.bm / 2, 2 * s.bn, s.threads};
-    default: return s;
+    case TileShape::Tall: t = {2 * s.bm, s.bn / 2, s.threads}; break;
+    case TileShape::Wide: t = {s.bm / 2, 2 * s.bn, s.threads}; break;
+    case TileShape::Narrow: t = {s.bm, s.bn / 2, s.threads}; break;
+    case TileShape::Short: t = {s.bm / 2, s.bn, s.threads}; break;
+    default: break;
   }
+  // Half tiles of 1-byte elements in 16-byte vectors have too few vectors for 64 threads.
+  while (t.threads > 32 && !tile_threads_fit(element_size, width, t.bm, t.bn, t.threads)) t.threads /= 2;
+  return t;
 }
 
 }  // namespace cute_transpose

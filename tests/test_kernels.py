@@ -16,6 +16,7 @@ import cute_transpose
 from conftest import ONE_PER_SIZE, assert_bits_equal, dtype_id, needs_cuda, random_tensor
 
 KERNELS = cute_transpose.KERNELS
+TILE_SHAPES = ("square", "tall", "wide", "narrow", "short")  # _permute_with(x, dims, "tile/<shape>")
 
 
 def reference(x, dims):
@@ -96,7 +97,7 @@ def test_each_kernel_on_its_cases(case, dtype):
     x = view_of(view, shape, dtype, "cuda")
     ref = reference(x, dims)
     ran = set()
-    for kernel in KERNELS:
+    for kernel in KERNELS + tuple(f"tile/{s}" for s in TILE_SHAPES):
         # Poison: the block of the output's size is freed just before the op takes it.
         torch.full((ref.numel() * ref.element_size(),), 0xA5, dtype=torch.uint8, device="cuda")
         try:
@@ -118,15 +119,32 @@ def test_each_kernel_on_its_cases(case, dtype):
 
 @needs_cuda
 def test_unknown_kernel_is_a_clear_error():
-    with pytest.raises(RuntimeError, match="unknown kernel 'nope'"):
-        torch.ops.cute_transpose._permute_with(torch.zeros(4, 4, device="cuda"), [1, 0], "nope")
+    for name in ("nope", "tile/round", "padded/tall"):
+        with pytest.raises(RuntimeError, match=f"unknown kernel '{name}'"):
+            torch.ops.cute_transpose._permute_with(torch.zeros(4, 4, device="cuda"), [1, 0], name)
+
+
+@pytest.mark.parametrize("shape, dims, tile", [
+    ((4096, 4096), (1, 0), "tall"),   # all full: the longest output runs (512 bytes)
+    ((8, 64, 4096), (0, 2, 1), "square"),  # m = 64: taller tiles would be half empty
+    # both 71% full: tall tiles write 512-byte output runs, square ones 256 (0.93 vs 0.85 of clone)
+    ((75, 608, 12, 96), (2, 0, 3, 1), "tall"),
+    ((48, 28, 28, 28, 48), (4, 3, 2, 1, 0), "narrow"),   # 48 x 48 planes: 56% full, square 28%
+    ((15, 15, 15, 32, 5, 112), (2, 0, 4, 1, 5, 3), "short"),  # m = 32: 88% full, square 44%
+    ((6, 96, 1000), (0, 2, 1), "tall"),  # m = 96: a short tile is full, but writes 128-byte runs
+])
+def test_tile_shape_weighs_fill_and_output_runs(shape, dims, tile):
+    x = torch.empty(shape, device="meta")
+    config = json.loads(torch.ops.cute_transpose._explain(x, list(dims), 90, "tile"))["config"]
+    assert f" {tile} tile" in config, config
 
 
 def test_only_aten_runs_on_the_cpu():
     x = random_tensor((5, 7), torch.float32)
     assert_bits_equal(torch.ops.cute_transpose._permute_with(x, [1, 0], "aten"), reference(x, (1, 0)))
-    with pytest.raises(RuntimeError, match="CUDA tensors only"):
-        torch.ops.cute_transpose._permute_with(x, [1, 0], "tile")
+    for name in ("tile", "tile/tall"):
+        with pytest.raises(RuntimeError, match="CUDA tensors only"):
+            torch.ops.cute_transpose._permute_with(x, [1, 0], name)
 
 
 def test_kernel_names_are_the_candidates():

@@ -79,6 +79,8 @@ cudaError_t launch_tile_for(Problem const& p, int width, TileShape shape, cudaSt
     switch (shape) {
       case TileShape::Tall: return launch_tile_config<T, W, TileShape::Tall>(p, stream);
       case TileShape::Wide: return launch_tile_config<T, W, TileShape::Wide>(p, stream);
+      case TileShape::Narrow: return launch_tile_config<T, W, TileShape::Narrow>(p, stream);
+      case TileShape::Short: return launch_tile_config<T, W, TileShape::Short>(p, stream);
       default: return launch_tile_config<T, W, TileShape::Square>(p, stream);
     }
   };

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""The Tile kernel's five tile shapes on a seeded grid of random batched transposes, beside the
+shape the chooser picks (csrc/choose.cpp, tile_shape): the measurement behind that rule.
+
+    PYTHONPATH=python python3 bench/tile_shapes.py [--shapes 360] [--seed 7] [--out FILE.json]
+
+Each shape: an element size of 1-16 bytes (in turn), m and n of 8-4096 elements (log-uniform,
+whole 16-byte vectors), a batch that brings the tensor to 64-256 MiB, as (B, m, n) permuted
+(0, 2, 1) or (A, m, B, n) permuted (2, 0, 3, 1). Every shape the Tile kernel can run in a given
+tile shape (tiles at least a quarter full) is checked bit-exactly and timed beside clone
+(do_bench median, L2 flushed). The summary: the geomean over the grid of each shape's time and
+of the chooser's pick as a share of the best shape's speed on each tensor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+from pathlib import Path
+from typing import Optional, Sequence
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import torch
+
+from bench.harness import Progress, do_bench_timer, ext, random_input, same_bits
+
+SHAPES = ("square", "tall", "wide", "narrow", "short")
+DTYPES = (torch.uint8, torch.bfloat16, torch.float32, torch.float64, torch.complex128)
+
+
+def grid(count: int, seed: int) -> list[tuple[tuple[int, ...], tuple[int, ...], torch.dtype]]:
+    """(shape, dims, dtype) of `count` random batched transposes."""
+    rng = random.Random(seed)
+    cells = []
+    for i in range(count):
+        dtype = DTYPES[i % len(DTYPES)]
+        E = torch.empty((), dtype=dtype).element_size()
+        V = max(1, 16 // E)
+        elements = 2 ** rng.uniform(26, 28) / E
+
+        def side() -> int:
+            return max(V, round(2 ** rng.uniform(3, 12) / V) * V)
+        m, n = side(), side()
+        while m * n > elements:
+            m = max(V, m // 2 // V * V)
+        batch = max(1, int(elements // (m * n)))
+        if batch >= 4 and rng.random() < 0.5:
+            a = max(2, round(batch ** rng.uniform(0.2, 0.8)))
+            cells.append(((a, m, max(1, batch // a), n), (2, 0, 3, 1), dtype))
+        else:
+            cells.append(((batch, m, n), (0, 2, 1), dtype))
+    return cells
+
+
+def picked_shape(x: torch.Tensor, dims: Sequence[int]) -> Optional[str]:
+    """The tile shape the chooser gives the Tile kernel on permute(x, dims) (None: no Tile)."""
+    try:
+        config = json.loads(torch.ops.cute_transpose._explain(x, list(dims), 90, "tile"))["config"]
+    except RuntimeError:  # the Tile kernel cannot run it
+        return None
+    return next((s for s in SHAPES if f" {s} tile" in config), None)
+
+
+def measure(count: int, seed: int) -> list[dict]:
+    ext()
+    device = torch.device("cuda")
+    timer = do_bench_timer(8, 30)
+    rows = []
+    progress = Progress(count)
+    for shape, dims, dtype in grid(count, seed):
+        progress.start(f"{shape} {dims} {dtype}")
+        x = random_input(shape, dtype, device)
+        expected = x.permute(dims)
+        clone_ms = timer(lambda: x.clone())
+        ratios = {}
+        for s in SHAPES:
+            name = f"tile/{s}"
+            try:
+                out = torch.ops.cute_transpose._permute_with(x, list(dims), name)
+            except RuntimeError:  # tiles less than a quarter full, or no vectors fit
+                continue
+            if not same_bits(out, expected):
+                raise SystemExit(f"tile_shapes.py: {name} WRONG on {shape} {dims} {dtype}")
+            del out
+            ratios[s] = clone_ms / timer(lambda name=name: torch.ops.cute_transpose._permute_with(x, list(dims), name))
+        rows.append({"shape": shape, "dims": dims, "dtype": str(dtype).removeprefix("torch."),
+                     "picked": picked_shape(x.to("meta"), dims), "ratios": ratios})
+        del x, expected
+        progress.done()
+    progress.close()
+    return rows
+
+
+def summary(rows: list[dict]) -> str:
+    """Per tile shape and for the chooser's pick: the geomean, over the tensors where two or more
+    shapes ran, of its speed as a share of the best shape's, and how many fell under 0.95."""
+    rows = [r for r in rows if len(r["ratios"]) >= 2]
+
+    def line(name: str, share: list[float]) -> str:
+        g = math.exp(sum(map(math.log, share)) / len(share)) if share else float("nan")
+        return f"| {name:8s} | {len(share):5d} | {g:.3f} | {sum(s < 0.95 for s in share):5d} |"
+    out = [f"{len(rows)} tensors where two or more tile shapes run.", "",
+           "| shape    | ran   | share of best | under 0.95 |", "|---|---:|---:|---:|"]
+    for s in SHAPES:
+        out.append(line(s, [r["ratios"][s] / max(r["ratios"].values()) for r in rows if s in r["ratios"]]))
+    out.append(line("picked", [r["ratios"][r["picked"]] / max(r["ratios"].values())
+                               for r in rows if r["picked"] in r["ratios"]]))
+    return "\n".join(out)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--shapes", type=int, default=360, help="random tensors [360]")
+    p.add_argument("--seed", type=int, default=7, help="grid seed [7]")
+    p.add_argument("--out", type=Path, help="also write the measurements as JSON")
+    args = p.parse_args(argv)
+    if not torch.cuda.is_available():
+        sys.exit("tile_shapes.py: needs a CUDA GPU")
+    rows = measure(args.shapes, args.seed)
+    if args.out:
+        args.out.write_text(json.dumps(rows, indent=1) + "\n")
+    print(summary(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
