@@ -125,7 +125,8 @@ def test_unknown_kernel_is_a_clear_error():
 
 
 @pytest.mark.parametrize("shape, dims, tile", [
-    ((4096, 4096), (1, 0), "tall"),   # all full: the longest output runs (512 bytes)
+    ((4096, 4096), (1, 0), "square"),  # square tiles all full stay square
+    ((1000, 3001), (1, 0), "tall"),    # 98% full: the longest output runs (512 bytes)
     ((8, 64, 4096), (0, 2, 1), "square"),  # m = 64: taller tiles would be half empty
     # both 71% full: tall tiles write 512-byte output runs, square ones 256 (0.93 vs 0.85 of clone)
     ((75, 608, 12, 96), (2, 0, 3, 1), "tall"),
@@ -137,6 +138,14 @@ def test_tile_shape_weighs_fill_and_output_runs(shape, dims, tile):
     x = torch.empty(shape, device="meta")
     config = json.loads(torch.ops.cute_transpose._explain(x, list(dims), 90, "tile"))["config"]
     assert f" {tile} tile" in config, config
+
+
+def test_tile_needs_tiles_more_than_a_quarter_full():
+    # 32 x 32 planes: short 32 x 128 tiles are exactly a quarter full (0.48 of clone, split 0.84)
+    x = torch.empty(15, 15, 15, 32, 15, 32, device="meta")
+    with pytest.raises(RuntimeError, match="a quarter full or less"):
+        torch.ops.cute_transpose._explain(x, [2, 0, 4, 1, 5, 3], 90, "tile")
+    assert json.loads(torch.ops.cute_transpose._explain(x, [2, 0, 4, 1, 5, 3], 90, ""))["kernel"] == "split"
 
 
 def test_only_aten_runs_on_the_cpu():
