@@ -23,7 +23,7 @@ Without a GPU, bench.py runs the CPU demo instead: every section on tiny shapes,
 bit-exactly and timed on the CPU, plus full-size CPU rows (ours against torch).
 
 Results go to stdout (markdown) and to <out>/<gpu>.{md,json,png}, <gpu>-permute.png and
-<gpu>-sweep.png. The exit status is non-zero when any op gave a wrong result or failed
+<gpu>-sweep.png (--sweep-only: <gpu>-sweep.{md,json,png}). The exit status is non-zero when any op gave a wrong result or failed
 unexpectedly.
 """
 

@@ -259,12 +259,14 @@ def sanitize(name: str) -> str:
 def write_outputs(out_dir: Path, meta: dict, sections: dict[str, Section], tiny: list[Result],
                   markdown: str) -> list[Path]:
     """<out>/<gpu>.json (raw numbers), .md (the printed report), and the charts of the sections
-    that ran: .png (matrices), -permute.png, -sweep.png."""
+    that ran: .png (matrices), -permute.png, -sweep.png. A run of the sweep alone writes
+    <gpu>-sweep.json and -sweep.md, so that it does not overwrite the other sections' files."""
     from bench import charts
 
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / sanitize(meta["device_name"])
-    paths = [stem.with_suffix(".json"), stem.with_suffix(".md")]
+    report = stem.with_name(stem.name + "-sweep") if set(sections) == {"sweep"} else stem
+    paths = [report.with_suffix(".json"), report.with_suffix(".md")]
     paths[0].write_text(json.dumps(payload(meta, sections, tiny), indent=1, default=str) + "\n")
     paths[1].write_text(markdown)
     device = meta["device_name"]

@@ -515,3 +515,13 @@ def test_rechoose_replays_the_chooser_on_a_saved_sweep():
     assert r["now"] == cute_transpose.explain(x, dims)["cuda"]["kernel"]
     assert r["ran"] == "box" and rechoose.mark(r) == "+"  # 0.5 trails eager's 0.9
     assert harness.meta_input(shape, "uint8", View(**view)).stride() == x.stride()
+
+
+def test_a_sweep_alone_writes_sweep_named_reports(tmp_path):
+    from bench.report import Section, write_outputs
+    meta = {"device_name": "Some GPU"}
+    paths = write_outputs(tmp_path, meta, {"sweep": Section("sweep", [], [])}, [], "# sweep\n")
+    assert {p.name for p in paths} == {"Some_GPU-sweep.json", "Some_GPU-sweep.md"}
+    paths = write_outputs(tmp_path, meta, {"matrix": Section("matrix", [], []), "sweep": Section("sweep", [], [])},
+                          [], "# all\n")
+    assert {p.name for p in paths} == {"Some_GPU.json", "Some_GPU.md"}
