@@ -84,7 +84,7 @@ constexpr double kSquareFullFill = 0.99;
 TileShape tile_shape(Problem const& p, int W) {
   TileShape best = TileShape::Square;
   if (tile_fill(p.rows, p.cols, tile_dims(p.element_size, W, best)) >= kSquareFullFill) return best;
-  for (TileShape s : {TileShape::Tall, TileShape::Wide, TileShape::Narrow, TileShape::Short})
+  for (TileShape s : kTileShapes)
     if (tile_shape_score(p, W, s) > tile_shape_score(p, W, best)) best = s;
   return best;
 }
@@ -559,7 +559,7 @@ char const* tile_shape_name(TileShape s) {
 }
 
 std::optional<TileShape> tile_shape_from_name(std::string const& name) {
-  for (TileShape s : {TileShape::Square, TileShape::Tall, TileShape::Wide, TileShape::Narrow, TileShape::Short})
+  for (TileShape s : kTileShapes)
     if (name == tile_shape_name(s)) return s;
   return std::nullopt;
 }
@@ -598,7 +598,8 @@ std::string Choice::config() const {
 
 std::string class_key(Plan const& plan) { return classify(plan).text(); }
 
-std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& device, std::string* why) {
+std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& device, std::string* why,
+                            std::optional<TileShape> shape) {
   Choice c;
   c.kernel = kernel;
   std::string dummy;
@@ -622,9 +623,9 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
     case Kernel::Tile:
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
       if (!(c.width = tile_width(p))) return *why = "m or n is not unit-stride", std::nullopt;
-      c.shape = tile_shape(p, c.width);
+      c.shape = shape ? *shape : tile_shape(p, c.width);
       if (tile_too_empty(p, c.width, c.shape))
-        return *why = "its tiles would be a quarter full or less", std::nullopt;
+        return *why = std::string("its ") + tile_shape_name(c.shape) + " tiles would be a quarter full or less", std::nullopt;
       return c;
     case Kernel::Interleave: {
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
@@ -664,16 +665,6 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
     }
     default: return c;  // the seed ladder takes any strides
   }
-}
-
-std::optional<Choice> force_tile(Plan const& plan, TileShape shape, Device const& device, std::string* why) {
-  auto c = force(plan, Kernel::Tile, device, why);
-  if (!c) return std::nullopt;
-  c->shape = shape;
-  Problem const& p = *c->problem;
-  if (tile_too_empty(p, c->width, shape))
-    return *why = std::string("its ") + tile_shape_name(shape) + " tiles would be a quarter full or less", std::nullopt;
-  return c;
 }
 
 // Where the chooser does not offer a kernel that could run the plan:

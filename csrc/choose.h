@@ -71,12 +71,10 @@ std::string class_key(Plan const& plan);
 Choice choose(Plan const& plan, Device const& device, bool explain = false);
 
 // `kernel` for `plan`, or std::nullopt with the reason in *why_not when it cannot run it. The
-// seed ladder and _permute_with take this: the kernel runs any shape it can.
-std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& device, std::string* why_not);
-
-// The Tile kernel for `plan` in the given tile shape instead of the chooser's (bench/tile_shapes.py
-// measures them all), or std::nullopt with the reason when it cannot run it so.
-std::optional<Choice> force_tile(Plan const& plan, TileShape shape, Device const& device, std::string* why_not);
+// seed ladder and _permute_with take this: the kernel runs any shape it can. `tile_shape`: the
+// Tile kernel in that tile shape instead of the chooser's (bench/tile_shapes.py measures them all).
+std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& device, std::string* why_not,
+                            std::optional<TileShape> tile_shape = std::nullopt);
 
 // Whether `kernel` is one of candidate_names().
 bool is_candidate(Kernel kernel);

@@ -120,8 +120,7 @@ at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::str
     return out;
   }
   std::string why;
-  auto const choice = shape ? force_tile(*plan, *shape, device_info(), &why)
-                            : force(*plan, *kernel, device_info(), &why);  // also where choose() would not offer it
+  auto const choice = force(*plan, *kernel, device_info(), &why, shape);  // also where choose() would not offer it
   TORCH_CHECK(choice, "cute_transpose._permute_with: the ", name, " kernel cannot run this permute: ", why);
   execute(*choice, x, perm, out);
   return out;

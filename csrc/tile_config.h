@@ -10,6 +10,8 @@ namespace cute_transpose {
 // (few rows); or half a square tile: half as wide (Narrow) or half as tall (Short), for sides
 // just over half a tile. The chooser takes the shape (choose.cpp, tile_shape).
 enum class TileShape { Square, Tall, Wide, Narrow, Short };
+constexpr TileShape kTileShapes[] = {TileShape::Square, TileShape::Tall, TileShape::Wide, TileShape::Narrow,
+                                     TileShape::Short};
 
 // With fewer tiles than this many waves of resident blocks, the Tile kernel runs a persistent
 // grid that prefetches its next tile (which also evens out the last wave); with more, one tile
