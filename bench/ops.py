@@ -148,7 +148,7 @@ def matrix_ops() -> list[OpSpec]:
                "autotuned Triton tile transpose (bench/triton_transpose.py)", gpu_only=True,
                applies=triton_applies),
     ]
-    specs += [OpSpec(v, "permute", cute_op(v), f"`cute_transpose.{v}`", may_refuse=(v == "tma"))
+    specs += [OpSpec(v, "permute", cute_op(v), f"`cute_transpose.{v}`", may_refuse=(v in ("tma", "pipelined")))
               for v in ext().VARIANTS]
     if hasattr(torch.ops.cute_transpose, "transpose"):
         specs.append(OpSpec("transpose", "permute", cute_best,

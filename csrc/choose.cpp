@@ -169,6 +169,22 @@ bool tma_fits(Problem const& p, Device const& d, std::string* why) {
   return true;
 }
 
+// Pipelined: sm_90, both sides in 16-byte vectors (as the Tile kernel's), and a TMA load
+// descriptor for the input: n unit-stride, a row pitch of whole 16-byte chunks even for one row,
+// at most one batch dim, nothing broadcast (stride 0), coordinates below 2^31.
+bool pipelined_fits(Problem const& p, Device const& d, std::string* why) {
+  if (d.arch < 90 || !d.tma) return *why = "TMA needs sm_90 and a build with sm_90 code", false;
+  if (p.col_stride != 1 || !tile_fits(p, 16))
+    return *why = "the rows, strides or offsets are not whole 16-byte vectors on both sides", false;
+  if (!divisible(p.row_stride * p.element_size, 16) || p.row_stride == 0)
+    return *why = "the input's row pitch is not a multiple of 16 bytes", false;
+  if (p.batch.rank > 1) return *why = "more than one batch dim", false;
+  if (p.batch.rank == 1 && p.batch.in_stride[0] == 0) return *why = "a broadcast batch dim", false;
+  int64_t const limit = int64_t(1) << 31;
+  if (p.rows >= limit || p.cols >= limit || p.batch.count >= limit) return *why = "a dim of 2^31 or more", false;
+  return true;
+}
+
 //
 // Split: a short side takes a second dim, so that tiles are full.
 //
@@ -513,7 +529,7 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 }  // namespace
 
 std::vector<std::string> const& candidate_names() {
-  static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "padded", "aten"};
+  static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "padded", "aten"};
   return names;
 }
 
@@ -525,6 +541,7 @@ char const* kernel_name(Kernel k) {
     case Kernel::Interleave: return "interleave";
     case Kernel::Box: return "box";
     case Kernel::Tma: return "tma";
+    case Kernel::Pipelined: return "pipelined";
     case Kernel::Split: return "split";
     case Kernel::NaiveCoalescedRead: return "naive_coalesced_read";
     case Kernel::NaiveCoalescedWrite: return "naive_coalesced_write";
@@ -585,6 +602,7 @@ std::string Choice::config() const {
         << " bytes in, " << box->vout * box->element_size << " bytes out";
       break;
     case Kernel::Tma: o << "TMA store, " << width << "-byte loads"; break;
+    case Kernel::Pipelined: o << "TMA loads into a ring of shared-memory stages, 16-byte vector stores"; break;
     case Kernel::Split:
       o << "square tiles of (" << problem->rows << " x " << split->m.size << ") by (" << problem->cols << " x "
         << split->n.size << "), " << width << "-byte vectors";
@@ -663,6 +681,11 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (c.width < 2 * p.element_size && !(p.element_size >= 8 && c.width == p.element_size)) c.width = 0;
       return c;
     }
+    case Kernel::Pipelined:
+      if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
+      if (!pipelined_fits(p, device, why)) return std::nullopt;
+      c.width = 16;
+      return c;
     default: return c;  // the seed ladder takes any strides
   }
 }

@@ -25,6 +25,7 @@ enum class Kernel {
   Interleave,  // one side of C <= kMaxChannels elements: C planes <-> C-interleaved (cuda/interleave.cuh)
   Box,         // any permute: a box of small dims staged through shared memory (cuda/box_transpose.cu)
   Tma,         // the tile transpose with a TMA store (cuda/tma.cu)
+  Pipelined,   // TMA loads into a ring of stages, vector stores (cuda/pipelined.cu)
   Split,       // the tile transpose with two dims on each short side (cuda/split_transpose.cu)
   // The seed ladder, only when asked for by name.
   NaiveCoalescedRead,

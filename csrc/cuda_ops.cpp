@@ -43,6 +43,7 @@ void execute(Choice const& c, at::Tensor const& x, at::IntArrayRef perm, at::Ten
     case Kernel::Interleave: C10_CUDA_CHECK(launch_interleave(*c.problem, c.channels, c.pack, c.width, stream)); return;
     case Kernel::Box: C10_CUDA_CHECK(launch_box(*c.box, stream)); return;
     case Kernel::Tma: C10_CUDA_CHECK(launch_tma(*c.problem, c.width, stream)); return;
+    case Kernel::Pipelined: C10_CUDA_CHECK(launch_pipelined(*c.problem, stream)); return;
     case Kernel::Split: C10_CUDA_CHECK(launch_split(*c.split, c.width, stream)); return;
     case Kernel::SeedCopy: C10_CUDA_CHECK(launch_copy(*c.problem, stream)); return;
 #define CUTE_TRANSPOSE_SEED_CASE(name, kernel) \
@@ -52,22 +53,29 @@ void execute(Choice const& c, at::Tensor const& x, at::IntArrayRef perm, at::Ten
   }
 }
 
-// The TMA variant's preconditions, each with its own message.
-void check_tma(at::Tensor const& x) {
+// The preconditions of the TMA variants (tma: the output's rows are stored by TMA; pipelined:
+// the input's rows are loaded by TMA and both sides move in 16-byte vectors), each with its own
+// message.
+void check_tma(at::Tensor const& x, Kernel kernel) {
   Device const d = device_info();
+  char const* const op = kernel_name(kernel);
   int const device = x.device().index();
-  TORCH_CHECK(d.arch >= 90, "cute_transpose.tma needs an sm_90 (Hopper) or newer GPU for TMA; device ", device,
+  TORCH_CHECK(d.arch >= 90, "cute_transpose.", op, " needs an sm_90 (Hopper) or newer GPU for TMA; device ", device,
               " is sm_", d.arch, ". Use cute_transpose.swizzled instead.");
-  TORCH_CHECK(d.tma, "cute_transpose.tma: this build has no sm_90 code for the TMA kernel "
+  TORCH_CHECK(d.tma, "cute_transpose.", op, ": this build has no sm_90 code for the TMA kernels "
               "(rebuild with TORCH_CUDA_ARCH_LIST containing 9.0a or 9.0)");
   if (x.numel() == 0) return;
   int64_t const rows = x.size(-2), cols = x.size(-1), esize = x.element_size();
-  TORCH_CHECK((rows * esize) % 16 == 0, "cute_transpose.tma: TMA needs the output's row pitch to be a "
+  TORCH_CHECK((rows * esize) % 16 == 0, "cute_transpose.", op, ": TMA needs the output's row pitch to be a "
               "multiple of 16 bytes, but M * element_size = ", rows, " * ", esize, " = ", rows * esize,
               " bytes (input shape ", x.sizes(), "). Use cute_transpose.swizzled for this shape.");
+  TORCH_CHECK(kernel != Kernel::Pipelined || (cols * esize) % 16 == 0, "cute_transpose.", op,
+              ": TMA loads need the input's row pitch to be a multiple of 16 bytes, but N * element_size = ", cols,
+              " * ", esize, " = ", cols * esize, " bytes (input shape ", x.sizes(),
+              "). Use cute_transpose.swizzled for this shape.");
   int64_t const batch = x.numel() / (rows * cols);
   TORCH_CHECK(rows < (int64_t(1) << 31) && cols < (int64_t(1) << 31) && batch < (int64_t(1) << 31),
-              "cute_transpose.tma: TMA coordinates are 32-bit; every dim must be below 2^31, got ", x.sizes());
+              "cute_transpose.", op, ": TMA coordinates are 32-bit; every dim must be below 2^31, got ", x.sizes());
 }
 
 struct RunCuda {
@@ -79,9 +87,9 @@ struct RunCuda {
 
   static void forced(at::Tensor const& x, at::IntArrayRef perm, at::Tensor& out, Plan const& plan, Kernel kernel,
                      char const* op) {
-    if (kernel == Kernel::Tma) {
-      check_tma(x);
-      // Its TMA descriptor has one batch dim: batch dims that do not merge are copied first.
+    if (kernel == Kernel::Tma || kernel == Kernel::Pipelined) {
+      check_tma(x, kernel);
+      // Their TMA descriptors have one batch dim: batch dims that do not merge are copied first.
       if (plan.rank > 3) {
         at::Tensor const packed = x.contiguous();
         auto const flat = plan_permute(packed, perm, out, Shape::LastTwoDims);

@@ -10,4 +10,4 @@
   X(bank_conflict_write, BankConflictWrite)              \
   X(padded, Padded)                                      \
   X(swizzled, Swizzled)
-#define CUTE_TRANSPOSE_FOR_EACH_VARIANT(X) CUTE_TRANSPOSE_FOR_EACH_SEED(X) X(tma, Tma)
+#define CUTE_TRANSPOSE_FOR_EACH_VARIANT(X) CUTE_TRANSPOSE_FOR_EACH_SEED(X) X(tma, Tma) X(pipelined, Pipelined)

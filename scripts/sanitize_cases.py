@@ -1,7 +1,7 @@
 """The workload the sanitizers watch (scripts/sanitize.sh): every op x element size on an odd
 and a batched shape (and a TMA-aligned one), and `permute` on cases for each kernel it chooses
 among, each kernel forced by name, each result checked on the CPU. Inputs are made on the CPU and copied over, so that the only
-kernels that run are this extension's."""
+kernels that run are this extension's; and the pipelined kernel on shapes that wrap its ring."""
 
 import sys
 
@@ -63,6 +63,12 @@ def main() -> int:
                        (lambda: torch.ops.cute_transpose._permute_with(view, list(dims), kernel)))
                 # a kernel that does not take this shape says it cannot run it
                 results.append(check(run, want, f"permute[{kernel}] {dtype} {shape}[..., {cut}] {dims}", "cannot run"))
+    # The pipelined kernel with many tiles per block, so that every block goes round its ring of
+    # stages (racecheck and synccheck watch the stage reuse).
+    for dtype, shape in ((torch.float32, (2048, 4096)), (torch.complex128, (2048, 2048))):
+        x = torch.randint(0, 100, shape).to(dtype)
+        results.append(check(lambda: cute_transpose.pipelined(x.cuda()), x.t().contiguous(),
+                             f"pipelined ring {dtype} {shape}", "sm_90"))
     checked = [r for r in results if r is not None]
     bad = checked.count(False)
     print(f"sanitize_cases: {len(checked)} op runs checked, {bad} wrong")

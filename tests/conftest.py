@@ -30,6 +30,8 @@ import cute_transpose
 
 HAS_CUDA = torch.cuda.is_available() and cute_transpose.has_cuda_kernels()
 IS_SM90 = HAS_CUDA and torch.cuda.get_device_capability()[0] >= 9
+# The variants that need sm_90 (TMA) on CUDA.
+SM90_OPS = ("tma", "pipelined")
 
 _no_cuda = pytest.mark.skipif(not HAS_CUDA, reason="no CUDA GPU (or CPU-only build)")
 # Marks of everything that runs on a GPU: `-m "not gpu"` deselects them, and they skip without one.

@@ -6,17 +6,17 @@ import pytest
 import torch
 
 import cute_transpose
-from conftest import (DEVICES, IS_SM90, MATRIX_OPS, assert_bits_equal, call, dims_id, expected,
+from conftest import (SM90_OPS, DEVICES, IS_SM90, MATRIX_OPS, assert_bits_equal, call, dims_id, expected,
                       inverse, op)
 
 
 def skip_if_unsupported(name, device):
-    if name == "tma" and device == "cuda" and not IS_SM90:
-        pytest.skip("tma needs sm_90")
+    if name in SM90_OPS and device == "cuda" and not IS_SM90:
+        pytest.skip(f"{name} needs sm_90")
 
 
 def sample(device, dtype=torch.float32, requires_grad=False):
-    # (batch, M, N) with M * 4 bytes a multiple of 16, so `tma` accepts it on sm_90.
+    # (batch, M, N) with M and N * 4 bytes multiples of 16, so `tma` and `pipelined` accept it on sm_90.
     x = torch.randn(3, 36, 20, dtype=dtype, device=device)
     return x.requires_grad_(requires_grad)
 
@@ -34,7 +34,7 @@ def test_gradient(name, device):
     g = torch.randn_like(y)
     y.backward(g)
     assert_bits_equal(x.grad, g if name == "copy" else g.transpose(-2, -1).contiguous())
-    small = torch.randn(2, 4, 3, dtype=torch.float64, device=device, requires_grad=True)
+    small = torch.randn(2, 4, 6, dtype=torch.float64, device=device, requires_grad=True)
     assert torch.autograd.gradcheck(getattr(cute_transpose, name), (small,))
 
 

@@ -7,7 +7,7 @@ import threading
 import pytest
 import torch
 
-from conftest import (CUDA_MARKS, IS_SM90, MATRIX_OPS, assert_bits_equal, call, dims_id, expected,
+from conftest import (SM90_OPS, CUDA_MARKS, IS_SM90, MATRIX_OPS, assert_bits_equal, call, dims_id, expected,
                       random_tensor)
 
 pytestmark = list(CUDA_MARKS)
@@ -29,8 +29,8 @@ def sample(case, shape_2d, dtype):
 
 
 def skip_if_unsupported(name):
-    if name == "tma" and not IS_SM90:
-        pytest.skip("tma needs sm_90")
+    if name in SM90_OPS and not IS_SM90:
+        pytest.skip(f"{name} needs sm_90")
 
 
 @pytest.mark.parametrize("case", CASES, ids=case_id)
@@ -76,7 +76,7 @@ def test_cuda_graph_capture_and_replay(case):
 
 
 def test_two_threads_on_two_streams():
-    names = [n for n in MATRIX_OPS if n != "tma" or IS_SM90]
+    names = [n for n in MATRIX_OPS if n not in SM90_OPS or IS_SM90]
     errors = []
 
     def worker(seed):

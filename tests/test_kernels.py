@@ -80,7 +80,8 @@ CASES = [
     ((3, 2, 4, 2, 3, 2), (5, 3, 1, 4, 2, 0), "contiguous", {"box"}),
     # TMA-aligned transposes
     ((3, 48, 72), (0, 2, 1), "contiguous", {"tma", "box", "padded"}),
-    ((3, 96, 144), (0, 2, 1), "contiguous", {"tile", "tma", "box"}),
+    ((3, 96, 144), (0, 2, 1), "contiguous", {"tile", "tma", "pipelined", "box"}),
+    ((2, 144, 208), (0, 2, 1), "contiguous", {"tile", "tma", "pipelined"}),
 ]
 
 
@@ -113,7 +114,7 @@ def test_each_kernel_on_its_cases(case, dtype):
     if min(shape[-1], shape[dims[-1]]) * x.element_size() > 128:
         expected.discard("interleave")
     if torch.cuda.get_device_capability()[0] < 9:
-        expected.discard("tma")
+        expected -= {"tma", "pipelined"}
     assert expected <= ran, f"{expected - ran} did not run"
 
 
@@ -157,9 +158,10 @@ def test_only_aten_runs_on_the_cpu():
 
 
 def test_kernel_names_are_the_candidates():
-    assert set(KERNELS) == {"rows", "tile", "split", "interleave", "box", "tma", "padded", "aten"}
+    assert set(KERNELS) == {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "padded", "aten"}
     assert set(cute_transpose.VARIANTS) == {"naive_coalesced_read", "naive_coalesced_write", "bank_conflict_read",
-                                            "bank_conflict_write", "padded", "swizzled", "tma"}
+                                            "bank_conflict_write", "padded", "swizzled", "tma",
+                                            "pipelined"}
 
 
 #

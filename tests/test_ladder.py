@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import cute_transpose
-from conftest import (DEVICES, DTYPES, IS_SM90, MATRIX_OPS, ONE_PER_SIZE, assert_bits_equal,
+from conftest import (SM90_OPS, DEVICES, DTYPES, IS_SM90, MATRIX_OPS, ONE_PER_SIZE, assert_bits_equal,
                       dtype_id, expected, needs_pre_sm90, needs_sm90, op, random_tensor,
                       run_poisoned, shape_id, transpose_reference)
 
@@ -27,9 +27,17 @@ def tma_supports(x):
     return x.device.type == "cpu" or (x.size(-2) * x.element_size()) % 16 == 0 or x.numel() == 0
 
 
+def pipelined_runs(x):
+    """Inputs `pipelined` always takes on sm_90: contiguous, both row pitches (N and M times the
+    element size) whole 16-byte chunks. It refuses others whose rows TMA or 16-byte vectors
+    cannot move, with a clear error."""
+    pitches = (x.size(-1) * x.element_size()) % 16 == 0 and (x.size(-2) * x.element_size()) % 16 == 0
+    return x.is_contiguous() and pitches and x.data_ptr() % 16 == 0
+
+
 def check_variant(name, x):
     ref = transpose_reference(x)
-    if name == "tma" and x.is_cuda:
+    if name in SM90_OPS and x.is_cuda:
         if not IS_SM90:
             with pytest.raises(RuntimeError, match="sm_90"):
                 op(name)(x)
@@ -37,6 +45,14 @@ def check_variant(name, x):
         if not tma_supports(x):
             with pytest.raises(RuntimeError, match="multiple of 16 bytes"):
                 op(name)(x)
+            return
+        if name == "pipelined" and x.numel() and not pipelined_runs(x):
+            try:
+                out = run_poisoned(op(name), x, ref.shape)
+            except RuntimeError as e:
+                assert "multiple of 16 bytes" in str(e) or "cannot run this input" in str(e), e
+                return
+            assert_bits_equal(out, ref)
             return
     out = run_poisoned(op(name), x, ref.shape)
     assert_bits_equal(out, ref)
@@ -117,11 +133,11 @@ def test_every_torch_dtype(dtype, device):
         assert_bits_equal(run_poisoned(op(name), x, ref.shape), ref)
 
 
-# The kernels with vector paths (`transpose`, and `tma` on sm_90): sizes that are multiples of
+# The kernels with vector paths (`transpose`, and `tma` and `pipelined` on sm_90): sizes that are multiples of
 # 16 (so 16-byte vectors fit for every element size) but not of the tiles, and element offsets
 # that leave the rows 8-, 4- or 2-byte aligned only: every vector width, the edge tiles, and the
 # fallbacks.
-VECTOR_PATHS = ["transpose", "tma"]
+VECTOR_PATHS = ["transpose", "tma", "pipelined"]
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -169,6 +185,24 @@ def test_tma_misaligned_pitch_is_a_clear_error():
         cute_transpose.tma(torch.randn(33, 64, device="cuda"))
 
 
+@needs_sm90
+def test_pipelined_refusals_are_clear_errors():
+    with pytest.raises(RuntimeError, match="input's row pitch to be a multiple of 16 bytes"):
+        cute_transpose.pipelined(torch.randn(64, 33, device="cuda"))
+    with pytest.raises(RuntimeError, match="not whole 16-byte vectors"):
+        cute_transpose.pipelined(torch.randn(64, 64, device="cuda").t())
+
+
+@needs_sm90
+@pytest.mark.parametrize("dtype", ONE_PER_SIZE, ids=dtype_id)
+@pytest.mark.parametrize("shape", [(4096, 4096), (1000, 3008), (3, 2000, 1040), (1, 16, 8192), (8192, 16)],
+                         ids=shape_id)
+def test_pipelined_ring_wraps(shape, dtype):
+    """Shapes with many more tiles than resident blocks times stages, so each block goes round
+    its ring of stages many times (barrier phases flip), edge tiles included."""
+    check_variant("pipelined", random_tensor(shape, dtype, "cuda"))
+
+
 # ----------------------------------------------------------------------------------------------
 # Fuzz: a seeded, time-bounded run over shapes, dtypes and strides
 
@@ -205,15 +239,22 @@ def random_view(rng, device):
 def test_fuzz(device):
     """Random shapes, dtypes and views against torch, for about 20 s, from a fixed seed."""
     rng = random.Random(20261122)
-    names = [n for n in MATRIX_OPS if n != "tma" or IS_SM90 or device == "cpu"]
+    names = [n for n in MATRIX_OPS if n not in SM90_OPS or IS_SM90 or device == "cpu"]
     deadline = time.monotonic() + 20
     cases = 0
     while time.monotonic() < deadline:
         x = random_view(rng, device)
         name = rng.choice(names)
-        if name == "tma" and device == "cuda" and (x.size(-2) * x.element_size()) % 16 and x.numel():
+        if name in SM90_OPS and device == "cuda" and (x.size(-2) * x.element_size()) % 16 and x.numel():
             with pytest.raises(RuntimeError, match="multiple of 16 bytes"):
                 op(name)(x)
+        elif name == "pipelined" and device == "cuda" and x.numel() and not pipelined_runs(x):
+            try:
+                out = op(name)(x)
+            except RuntimeError as e:
+                assert "multiple of 16 bytes" in str(e) or "cannot run this input" in str(e), e
+            else:
+                assert_bits_equal(out, expected(name, x))
         else:
             try:
                 assert_bits_equal(op(name)(x), expected(name, x))

@@ -24,6 +24,14 @@ CUTE_TRANSPOSE_DECLARE_LAUNCH(copy)
 // element-wise), the output tile stored by TMA.
 cudaError_t launch_tma(Problem const& p, int width, cudaStream_t stream);
 
+// The ladder's pipelined variant (pipelined.cu), also a candidate of the chooser: TMA loads into
+// a ring of shared-memory stages, 16-byte vectors on both sides.
+cudaError_t launch_pipelined(Problem const& p, cudaStream_t stream);
+
+// Makes the device's primary context current in the calling thread, which encoding a TMA
+// descriptor needs (tma.cu).
+cudaError_t bind_current_context();
+
 // The vectorized tile transpose (tile_*.cu): `width`-byte vectors on both sides, `shape` tiles.
 cudaError_t launch_tile(Problem const& p, int width, TileShape shape, cudaStream_t stream);
 

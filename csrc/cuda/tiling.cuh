@@ -150,11 +150,11 @@ CUTE_DEVICE T* shared_tile() {
   return reinterpret_cast<T*>(bytes);
 }
 
-// How many blocks of `kernel` fit on one SM at once.
+// How many blocks of `kernel` fit on one SM at once, with `smem` bytes of dynamic shared memory.
 template <class Kernel>
-int blocks_per_sm(Kernel kernel, int threads) {
+int blocks_per_sm(Kernel kernel, int threads, size_t smem = 0) {
   int per_sm = 1;
-  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0);
+  cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, smem);
   return per_sm > 0 ? per_sm : 1;
 }
 
