@@ -47,6 +47,25 @@ def test_padded_is_conflict_free_except_for_sub_word_elements(size):
     assert worst("padded", size, "load") == {1: 4, 2: 2}.get(size, 1)
 
 
+@pytest.mark.parametrize("size", SIZES)
+def test_pipelined_reads_are_conflict_free_for_every_element_size(size):
+    m = banks.bank_map("pipelined", SIZES[size])
+    assert m.store.shape[0] == 0  # TMA writes the stages: no lanes in phase 1
+    assert m.load.shape[0] > 0 and max(m.degrees("load")) == 1
+
+
+@pytest.mark.parametrize("size", [1, 2, 4, 8])
+def test_pipelined_needs_its_rotated_reads(size):
+    """The same lanes reading their blocks' rows in plain order (no rotation) conflict: the 8
+    rows one wavefront reads would share r % 8, so the 128-byte swizzle maps them to few banks."""
+    m = banks.bank_map("pipelined", SIZES[size])
+    rows, cols = m.tile.shape
+    v = 16 // size
+    cm = rows // v
+    plain = [[int(m.tile[(lane % cm) * v + i, (lane // cm) * v]) for lane in range(32)] for i in range(v)]
+    assert max(banks.conflict_degree(step, 16) for step in plain) > 1
+
+
 def test_swizzled_grid_is_the_seeds_xor_pattern():
     grid = banks.bank_map("swizzled", torch.float32).bank_grid
     assert grid[0].tolist() == list(range(32))

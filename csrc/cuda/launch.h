@@ -50,16 +50,17 @@ cudaError_t launch_interleave(Problem const& p, int channels, bool pack, int wid
 // Any permute as boxes staged through shared memory (box_transpose.cu).
 cudaError_t launch_box(BoxPlan const& b, cudaStream_t stream);
 
-// Where a shared-memory seed variant touches shared memory, for bank analysis
-// (cute_transpose.banks): the byte address that each lane of warp 0 accesses at each step of
-// phase 1 (the store) and of phase 2 (the load), and the byte address of every (m, n) of the
-// tile. Evaluated from the kernel's own layouts (smem_transpose.cuh).
+// Where a shared-memory variant touches shared memory, for bank analysis (cute_transpose.banks):
+// the byte address that each lane of warp 0 accesses at each step of phase 1 (the store; none
+// for pipelined, whose stages TMA writes) and of phase 2 (the load; 16-byte accesses for
+// pipelined, one element for the seeds), and the byte address of every (m, n) of the tile.
+// Evaluated from the kernel's own layouts (smem_transpose.cuh, pipelined.cu).
 struct SmemAccessMap {
   int element_size = 0, rows = 0, cols = 0;
   std::vector<int64_t> store, load;  // (steps, 32), row-major
   std::vector<int64_t> tile;         // (rows, cols), row-major
 };
-#define CUTE_TRANSPOSE_SMEM_VARIANTS(X) X(bank_conflict_read) X(bank_conflict_write) X(padded) X(swizzled)
+#define CUTE_TRANSPOSE_SMEM_VARIANTS(X) X(bank_conflict_read) X(bank_conflict_write) X(padded) X(swizzled) X(pipelined)
 #define CUTE_TRANSPOSE_DECLARE_MAP(name) SmemAccessMap smem_access_map_##name(int element_size);
 CUTE_TRANSPOSE_SMEM_VARIANTS(CUTE_TRANSPOSE_DECLARE_MAP)
 #undef CUTE_TRANSPOSE_DECLARE_MAP

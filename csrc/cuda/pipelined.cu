@@ -83,6 +83,16 @@ CUTE_HOST_DEVICE int rotation(int bm) {
   return V >= 8 ? bm % V : (bm * V / 8) % V;
 }
 
+// Consumer q's block of the tile (q = thread + k * kConsumers): block row q % CM, block column
+// q / CM; and the stage row it reads at step i of its block. Shared by the kernel and its bank
+// map (smem_access_map_pipelined).
+template <class Cfg>
+CUTE_HOST_DEVICE int block_row(int q) { return q % Cfg::CM; }
+template <class Cfg>
+CUTE_HOST_DEVICE int block_column(int q) { return q / Cfg::CM; }
+template <class Cfg>
+CUTE_HOST_DEVICE int read_row(int bm, int i) { return bm * Cfg::V + ((i + rotation<Cfg::V>(bm)) & (Cfg::V - 1)); }
+
 // a[k] <- a[(k - r) mod V], with constant register indices (a barrel shifter of selects).
 template <int V, class Vec>
 CUTE_DEVICE void rotate(Vec (&a)[V], int r) {
@@ -176,11 +186,9 @@ __global__ void __launch_bounds__(Cfg::kThreads) pipelined_transpose(Problem p, 
     wait_full(full[ring.stage], ring.phase);
     CUTE_UNROLL
     for (int k = 0; k < Cfg::kBlocksPerThread; ++k) {
-      int const q = threadIdx.x + k * Cfg::kConsumers;
-      int const bm = q % Cfg::CM, bn = q / Cfg::CM, rot = rotation<V>(bm);
+      int const q = threadIdx.x + k * Cfg::kConsumers, bm = block_row<Cfg>(q), bn = block_column<Cfg>(q);
       CUTE_UNROLL
-      for (int i = 0; i < V; ++i)
-        rows[k][i] = *reinterpret_cast<Vec const*>(&sTile(bm * V + ((i + rot) & (V - 1)), bn * V));
+      for (int i = 0; i < V; ++i) rows[k][i] = *reinterpret_cast<Vec const*>(&sTile(read_row<Cfg>(bm, i), bn * V));
     }
     __syncwarp();
     if (lane == 0) release(empty[ring.stage]);  // the stage may be refilled
@@ -189,8 +197,7 @@ __global__ void __launch_bounds__(Cfg::kThreads) pipelined_transpose(Problem p, 
     Tensor cTile = local_tile(cOut, OutTile{}, make_coord(tile.n, tile.m));                           // (BN,CM)
     CUTE_UNROLL
     for (int k = 0; k < Cfg::kBlocksPerThread; ++k) {
-      int const q = threadIdx.x + k * Cfg::kConsumers;
-      int const bm = q % Cfg::CM, bn = q / Cfg::CM;
+      int const q = threadIdx.x + k * Cfg::kConsumers, bm = block_row<Cfg>(q), bn = block_column<Cfg>(q);
       rotate<V>(rows[k], rotation<V>(bm));  // rows[k][i] is now row i of the block
       Vec cols[V];
       transpose_block<T, V>(rows[k], cols);
@@ -232,6 +239,31 @@ template <> struct PipeConfig<uint16_t> { using type = PipeTile<uint16_t, 128, 2
 template <> struct PipeConfig<uint8_t> { using type = PipeTile<uint8_t, 256, 1, 4>; };
 
 }  // namespace
+
+// Where the consumers read a stage (SmemAccessMap, launch.h), from the kernel's own stage layout
+// and block assignment. Phase 1 has no lanes: TMA writes the stage.
+SmemAccessMap smem_access_map_pipelined(int element_size) {
+  SmemAccessMap map;
+  with_element_type(element_size, [&](auto t) {
+    using T = decltype(t);
+    using Cfg = typename PipeConfig<T>::type;
+    auto const stage = as_position_independent_swizzle_layout(typename Cfg::Stage{});  // (BM,BN)
+    auto const bytes = [&](int m, int n) { return int64_t(stage(m, n)) * int64_t(sizeof(T)); };
+    for (int k = 0; k < Cfg::kBlocksPerThread; ++k)
+      for (int i = 0; i < Cfg::V; ++i)
+        for (int lane = 0; lane < 32; ++lane) {
+          int const q = lane + k * Cfg::kConsumers;
+          map.load.push_back(bytes(read_row<Cfg>(block_row<Cfg>(q), i), block_column<Cfg>(q) * Cfg::V));
+        }
+    map.element_size = sizeof(T);
+    map.rows = Cfg::BM;
+    map.cols = Cfg::BN;
+    for (int m = 0; m < map.rows; ++m)
+      for (int n = 0; n < map.cols; ++n) map.tile.push_back(bytes(m, n));
+    return cudaSuccess;
+  });
+  return map;
+}
 
 cudaError_t launch_pipelined(Problem const& p, cudaStream_t stream) {
   if (cudaError_t err = bind_current_context(); err != cudaSuccess) return err;

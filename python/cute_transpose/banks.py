@@ -1,10 +1,11 @@
-"""Shared-memory bank maps of the seed variants, from their real C++ layouts.
+"""Shared-memory bank maps of the shared-memory variants, from their real C++ layouts.
 
     python -m cute_transpose.banks swizzled --dtype float32
 
 prints the bank id of every element of the shared-memory tile (as the seeds draw it), then the
 conflict degree of each warp access in the two phases: phase 1 stores the tile row by row,
-phase 2 loads it column by column. The addresses come from the extension
+phase 2 loads it column by column. `pipelined` has no phase 1 (TMA writes its stages) and loads
+16 bytes per lane in phase 2. The addresses come from the extension
 (torch.ops.cute_transpose._smem_access_map), which evaluates the kernel's own layout and thread
 partitions, so the map cannot drift from the code.
 """
@@ -18,8 +19,10 @@ import torch
 
 from . import _C  # noqa: F401  (registers the ops)
 
-# The seed variants with a shared-memory tile, as the extension lists them.
+# The variants with a shared-memory tile, as the extension lists them.
 VARIANTS = tuple(torch.ops.cute_transpose._smem_variants())
+# Bytes each lane moves per shared-memory access, where it is not one element.
+ACCESS_BYTES = {"pipelined": 16}
 BANKS = 32
 BANK_BYTES = 4
 WAVEFRONT_BYTES = BANKS * BANK_BYTES  # one shared-memory wavefront serves 128 bytes
@@ -46,6 +49,7 @@ def conflict_degree(addresses: list[int], element_size: int) -> int:
 class BankMap:
     variant: str
     element_size: int
+    access_bytes: int    # bytes each lane reads or writes per access
     store: torch.Tensor  # (steps, 32) byte addresses, phase 1
     load: torch.Tensor   # (steps, 32) byte addresses, phase 2
     tile: torch.Tensor   # (bM, bN) byte address of each element
@@ -58,7 +62,7 @@ class BankMap:
     def degrees(self, phase: str) -> list[int]:
         """The conflict degree of each of warp 0's accesses in phase 'store' or 'load'."""
         steps = getattr(self, phase)
-        return [conflict_degree(row.tolist(), self.element_size) for row in steps]
+        return [conflict_degree(row.tolist(), self.access_bytes) for row in steps]
 
 
 def bank_map(variant: str, dtype: torch.dtype = torch.float32) -> BankMap:
@@ -67,7 +71,7 @@ def bank_map(variant: str, dtype: torch.dtype = torch.float32) -> BankMap:
         raise ValueError(f"no shared-memory tile in {variant!r}; choose from {', '.join(VARIANTS)}")
     element_size = torch.empty((), dtype=dtype).element_size()
     store, load, tile = torch.ops.cute_transpose._smem_access_map(variant, element_size)
-    return BankMap(variant, element_size, store, load, tile)
+    return BankMap(variant, element_size, ACCESS_BYTES.get(variant, element_size), store, load, tile)
 
 
 def render(m: BankMap, rows: int = 8) -> str:
@@ -79,6 +83,9 @@ def render(m: BankMap, rows: int = 8) -> str:
         lines.append(" ".join(f"{b:2d}" for b in row))
     for phase, what in (("store", "phase 1, store along rows"), ("load", "phase 2, load down columns")):
         degrees = m.degrees(phase)
+        if not degrees:
+            lines.append(f"{what}: no lanes (TMA writes the tile)")
+            continue
         worst = max(degrees)
         verdict = "conflict-free" if worst == 1 else f"{worst}-way bank conflicts"
         lines.append(f"{what}: {verdict} (degree of each of warp 0's {len(degrees)} accesses: "
