@@ -154,35 +154,40 @@ InterleaveFit interleave_fit(Problem const& p, std::string* why) {
   return {};
 }
 
+// The TMA kernels' common ground: an sm_90 GPU and a build with sm_90 code; 32-bit coordinates.
+bool has_tma(Device const& d, std::string* why) {
+  return (d.arch >= 90 && d.tma) || (*why = "TMA needs sm_90 and a build with sm_90 code", false);
+}
+bool tma_coordinates_fit(Problem const& p, std::string* why) {
+  int64_t const limit = int64_t(1) << 31;
+  return (p.rows < limit && p.cols < limit && p.batch.count < limit) || (*why = "a dim of 2^31 or more", false);
+}
+
 // TMA: sm_90, a transpose whose output rows are whole 16-byte multiples, one batch dim, and
 // coordinates below 2^31.
 bool tma_fits(Problem const& p, Device const& d, std::string* why) {
-  if (d.arch < 90 || !d.tma) return *why = "TMA needs sm_90 and a build with sm_90 code", false;
+  if (!has_tma(d, why)) return false;
   if (p.out_row_stride != 1 && p.rows > 1) return *why = "the output's innermost dim is not m", false;
   if (!divisible(p.out_col_stride * p.element_size, 16) || !aligned(p.dst, 16))
     return *why = "the output's row pitch is not a multiple of 16 bytes", false;
   if (p.batch.rank > 1) return *why = "more than one batch dim", false;
   if (p.batch.rank == 1 && !divisible(p.batch.out_stride[0] * p.element_size, 16))
     return *why = "the output's batch stride is not a multiple of 16 bytes", false;
-  int64_t const limit = int64_t(1) << 31;
-  if (p.rows >= limit || p.cols >= limit || p.batch.count >= limit) return *why = "a dim of 2^31 or more", false;
-  return true;
+  return tma_coordinates_fit(p, why);
 }
 
 // Pipelined: sm_90, both sides in 16-byte vectors (as the Tile kernel's), and a TMA load
 // descriptor for the input: n unit-stride, a row pitch of whole 16-byte chunks even for one row,
 // at most one batch dim, nothing broadcast (stride 0), coordinates below 2^31.
 bool pipelined_fits(Problem const& p, Device const& d, std::string* why) {
-  if (d.arch < 90 || !d.tma) return *why = "TMA needs sm_90 and a build with sm_90 code", false;
+  if (!has_tma(d, why)) return false;
   if (p.col_stride != 1 || !tile_fits(p, 16))
     return *why = "the rows, strides or offsets are not whole 16-byte vectors on both sides", false;
   if (!divisible(p.row_stride * p.element_size, 16) || p.row_stride == 0)
     return *why = "the input's row pitch is not a multiple of 16 bytes", false;
   if (p.batch.rank > 1) return *why = "more than one batch dim", false;
   if (p.batch.rank == 1 && p.batch.in_stride[0] == 0) return *why = "a broadcast batch dim", false;
-  int64_t const limit = int64_t(1) << 31;
-  if (p.rows >= limit || p.cols >= limit || p.batch.count >= limit) return *why = "a dim of 2^31 or more", false;
-  return true;
+  return tma_coordinates_fit(p, why);
 }
 
 //
