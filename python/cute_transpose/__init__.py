@@ -52,6 +52,9 @@ _load_extension()
 
 from . import _ops  # noqa: E402  (after the extension is loaded)
 from ._ops import KERNELS, OPS, VARIANTS, copy, explain, permute, transpose  # noqa: E402
+from . import _dtensor  # noqa: E402
+
+_dtensor.register_when_imported()  # DTensor sharding rules, once torch.distributed.tensor loads
 
 # The ladder's variants as module functions: cute_transpose.swizzled(x), ...
 globals().update({name: getattr(_ops, name) for name in VARIANTS})

@@ -1,0 +1,170 @@
+"""A distributed transpose that keeps the sharded dim: for a matrix sharded by rows over the ranks
+of a process group, its transpose, sharded by rows too.
+
+This is the all-to-all step of a distributed FFT, and of moving attention activations from
+sequence-sharded ``(S, H, D)`` to head-sharded ``(H, S, D)``: any dims after the first two ride
+along, so an ``(M, N, *rest)`` tensor sharded on dim 0 becomes ``(N, M, *rest)`` sharded on dim 0.
+
+How: rank ``r`` holds rows ``M_r`` of the ``(M, N)`` matrix and will hold rows ``N_r`` of the
+``(N, M)`` result. The block it sends rank ``j`` is the transpose of its columns ``N_j``.
+
+1. transpose the local rows ``(M_r, N) -> (N, M_r)`` with cute_transpose's kernel straight into
+   the all-to-all's send buffer, where the rows for rank ``j`` are already one contiguous block;
+2. one ``all_to_all_single`` (NCCL on GPUs, gloo on the CPU): rank ``r`` receives a block
+   ``(N_r, M_s)`` from each rank ``s``, one after another;
+3. interleave the received blocks into the result's rows, ``(P, N_r, M_s) -> (N_r, P, M_s)``,
+   with cute_transpose's permute (a copy of contiguous runs of ``M_s`` elements).
+
+A result row takes one column block from every rank, so step 3 is needed whatever the order of
+the others. For large matrices the three steps run in ``chunks`` slices of the result's rows, so
+that the all-to-all of one slice overlaps the transposes of its neighbours (the collective runs
+on its own stream); docs/PERFORMANCE.md has the measurements behind the default.
+
+Shard sizes follow DTensor's (and ``torch.chunk``'s) rule: with ``P`` ranks, each holds
+``ceil(M / P)`` rows except the last ones. Uneven shards work; they take the unsliced path.
+"""
+
+import math
+from typing import Any, Optional, Sequence
+
+import torch
+import torch.distributed as dist
+from torch import Tensor
+
+from ._ops import permute as _permute
+from ._ops import transpose as _transpose
+
+# Slicing pays once a rank's block is large enough that one slice's all-to-all outlasts its
+# transposes' launch costs; below this many bytes per rank, one slice.
+_SLICE_ABOVE_BYTES = 256 << 20
+_MAX_SLICES = 8
+
+
+def shard_sizes(size: int, ranks: int) -> list[int]:
+    """The rows each of ``ranks`` ranks holds of a dim of ``size``, by DTensor's rule (that of
+    ``torch.chunk``): ``ceil(size / ranks)`` each, the last ones fewer or none."""
+    full = -(-size // ranks) if ranks else 0
+    return [max(0, min(full, size - full * rank)) for rank in range(ranks)]
+
+
+def default_chunks(rows: int, local_bytes: int) -> int:
+    """The number of slices the result's ``rows`` (this rank's) are moved in: one below
+    ``_SLICE_ABOVE_BYTES``, else up to ``_MAX_SLICES`` slices of at least that size that divide
+    the rows evenly."""
+    want = max(1, min(_MAX_SLICES, local_bytes // _SLICE_ABOVE_BYTES))
+    return next(c for c in range(want, 0, -1) if rows % c == 0)
+
+
+def _check_local(x: Tensor, name: str) -> None:
+    if x.dim() < 2:
+        raise ValueError(f"cute_transpose.distributed.{name}: expected a tensor of rank >= 2 "
+                         f"(rows, columns, ...), got shape {tuple(x.shape)}")
+
+
+def transpose_local(x: Tensor, group: Optional[dist.ProcessGroup] = None, *,
+                    rows: Optional[Sequence[int]] = None, chunks: Optional[int] = None) -> Tensor:
+    """Rank r's rows of the transpose of a row-sharded tensor, from rank r's rows of it.
+
+    ``x`` is this rank's ``(M_r, N, *rest)`` block of an ``(M, N, *rest)`` tensor whose rows are
+    split over ``group``'s ranks in rank order. Returns this rank's ``(N_r, M, *rest)`` block of
+    the ``(N, M, *rest)`` result, where ``N_r`` follows `shard_sizes`. ``rows`` lists every rank's
+    ``M_s``; without it the ranks exchange their row counts first (one small all-gather). Every
+    rank must call this together, with tensors of the same dtype, columns and trailing dims."""
+    _check_local(x, "transpose_local")
+    group = group if group is not None else dist.group.WORLD
+    ranks, rank = dist.get_world_size(group), dist.get_rank(group)
+    if rows is None:
+        counts = torch.tensor([x.shape[0]], dtype=torch.int64, device=x.device)
+        gathered = [torch.empty_like(counts) for _ in range(ranks)]
+        dist.all_gather(gathered, counts, group=group)
+        rows = [int(c.item()) for c in gathered]
+    rows = list(rows)
+    if len(rows) != ranks or rows[rank] != x.shape[0]:
+        raise ValueError(f"cute_transpose.distributed.transpose_local: rows {rows} must list "
+                         f"the {ranks} ranks' row counts, and rank {rank} holds {x.shape[0]}")
+    cols, rest = x.shape[1], tuple(x.shape[2:])
+    mine = shard_sizes(cols, ranks)[rank]
+    out = x.new_empty((mine, sum(rows), *rest))
+    if len(set(rows)) == 1 and cols % ranks == 0:
+        if chunks is None:
+            chunks = default_chunks(mine, x.numel() * x.element_size())
+        if chunks < 1 or mine % chunks:
+            raise ValueError(f"cute_transpose.distributed.transpose_local: chunks={chunks} must "
+                             f"divide this rank's {mine} result rows")
+        _exchange_even(x, out, group, ranks, chunks)
+    else:
+        _exchange_uneven(x, out, group, rows, shard_sizes(cols, ranks))
+    return out
+
+
+def _exchange_even(x: Tensor, out: Tensor, group: Any, ranks: int, chunks: int) -> None:
+    """Every rank holds the same rows m and receives the same result rows n, moved in ``chunks``
+    slices of w = n / chunks result rows. Slice c of the block for rank j is
+    x[:, j*n + c*w : j*n + (c+1)*w]."""
+    m, rest = x.shape[0], tuple(x.shape[2:])
+    n = out.shape[0]
+    w = n // chunks
+    trailing = list(range(3, 3 + len(rest)))
+    blocks = x.unflatten(1, (ranks, chunks, w))                 # (m, P, C, w, *rest), a view
+    send = x.new_empty((chunks, ranks, w, m, *rest))            # slice c: (P, w, m, *rest)
+    recv = torch.empty_like(send)                               # slice c: (P from s, w, m, *rest)
+    slabs = out.view(chunks, w, ranks, m, *rest)                # slice c: (w, P, m, *rest), rows c*w..
+    pending: list[tuple[Any, int]] = []
+    for c in range(chunks):
+        _permute(blocks[:, :, c], [1, 2, 0, *trailing], out=send[c])     # (m, P, w) -> (P, w, m)
+        work = dist.all_to_all_single(recv[c], send[c], group=group, async_op=True)
+        pending.append((work, c))
+        if len(pending) == 2:
+            _interleave(*pending.pop(0), recv, slabs, trailing)
+    for item in pending:
+        _interleave(*item, recv, slabs, trailing)
+
+
+def _interleave(work: Any, c: int, recv: Tensor, slabs: Tensor, trailing: list[int]) -> None:
+    work.wait()
+    _permute(recv[c], [1, 0, 2, *trailing], out=slabs[c])                # (P, w, m) -> (w, P, m)
+
+
+def _exchange_uneven(x: Tensor, out: Tensor, group: Any, rows: list[int], cols: list[int]) -> None:
+    """Shards of different sizes: one slice, and the received blocks copied into their columns."""
+    rank, rest = dist.get_rank(group), math.prod(x.shape[2:])
+    send = _transpose(x, 0, 1)                                  # (N, M_r, *rest): block j = rows of j
+    mine = out.shape[0]
+    recv = x.new_empty(mine * out.shape[1] * rest)
+    dist.all_to_all_single(recv, send.view(-1), group=group,
+                           output_split_sizes=[mine * m * rest for m in rows],
+                           input_split_sizes=[n * rows[rank] * rest for n in cols])
+    start = 0
+    for s, block in enumerate(recv.split([mine * m * rest for m in rows])):
+        out[:, start:start + rows[s]].copy_(block.view(mine, rows[s], *x.shape[2:]))
+        start += rows[s]
+
+
+def transpose(x: Any, group: Optional[dist.ProcessGroup] = None, *, chunks: Optional[int] = None) -> Any:
+    """The transpose of dims 0 and 1 of a row-sharded tensor, sharded by rows too.
+
+    - A DTensor on a 1-D device mesh with placements ``(Shard(0),)`` and shape ``(M, N, *rest)``
+      gives a DTensor of shape ``(N, M, *rest)`` on the same mesh, placements ``(Shard(0),)``.
+    - A plain tensor is this rank's rows of such a tensor over ``group`` (default: the world);
+      see `transpose_local`.
+
+    Compared with ``x.transpose(0, 1).redistribute(mesh, [Shard(0)])``, each rank transposes its
+    rows once, into the all-to-all's send buffer, and the exchange overlaps the local work."""
+    from torch.distributed.tensor import DTensor, Shard
+
+    if not isinstance(x, DTensor):
+        return transpose_local(x, group, chunks=chunks)
+    mesh = x.device_mesh
+    if mesh.ndim != 1 or tuple(x.placements) != (Shard(0),):
+        raise ValueError(f"cute_transpose.distributed.transpose: expected a DTensor sharded by "
+                         f"rows on a 1-D mesh, placements (Shard(dim=0),), got "
+                         f"{tuple(x.placements)} on a {mesh.ndim}-D mesh; redistribute it first")
+    if group is not None:
+        raise ValueError("cute_transpose.distributed.transpose: a DTensor brings its own group "
+                         "(its mesh's); pass group only with a plain tensor")
+    _check_local(x, "transpose")
+    rows = shard_sizes(x.shape[0], mesh.size())
+    local = transpose_local(x.to_local(), mesh.get_group(), rows=rows, chunks=chunks)
+    shape = (x.shape[1], x.shape[0], *x.shape[2:])
+    return DTensor.from_local(local, mesh, [Shard(0)], run_check=False, shape=torch.Size(shape),
+                              stride=torch.empty(shape, device="meta").stride())

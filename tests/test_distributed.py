@@ -1,0 +1,72 @@
+"""Sharded tensors: the DTensor sharding rules of every op, and the distributed transpose.
+
+Two processes run every case of distributed_cases.py (over gloo on the CPU; over NCCL on two
+GPUs where a machine has them); each test below asserts that its case passed on every rank."""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.distributed as dist
+
+import distributed_cases
+
+pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
+                                reason="torch.distributed with gloo is not available")
+
+WORLD = 2
+BACKENDS = [pytest.param(("gloo", "cpu"), id="gloo-cpu"),
+            pytest.param(("nccl", "cuda"), id="nccl-cuda", marks=[
+                pytest.mark.gpu,
+                pytest.mark.skipif(not (torch.cuda.is_available() and torch.cuda.device_count() >= WORLD
+                                        and dist.is_nccl_available()), reason="needs 2 GPUs and NCCL")])]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def rank_results(request, tmp_path_factory):
+    backend, device_type = request.param
+    results = distributed_cases.run_ranks(backend, device_type, WORLD, str(tmp_path_factory.mktemp(backend)))
+    missing = [rank for rank, got in results.items() if got is None]
+    assert not missing, f"ranks {missing} did not finish (crashed or timed out)"
+    return results
+
+
+@pytest.mark.parametrize("name", list(distributed_cases.CASES))
+def test_case(rank_results, name):
+    errors = {rank: got[name] for rank, got in rank_results.items() if got[name] is not None}
+    assert not errors, "\n".join(f"rank {rank}:\n{error}" for rank, error in errors.items())
+
+
+def test_import_does_not_load_dtensor():
+    """`import cute_transpose` leaves torch.distributed.tensor unloaded (it costs most of a
+    second), and the rules register when DTensor is imported afterwards."""
+    code = (
+        "import sys, cute_transpose, torch\n"
+        "assert 'torch.distributed.tensor' not in sys.modules, 'imported DTensor'\n"
+        "from torch.distributed.tensor import DTensor\n"
+        "strategies = DTensor._op_dispatcher.sharding_propagator.op_strategy_funcs\n"
+        "assert torch.ops.cute_transpose.permute.default in strategies\n"
+        "assert torch.ops.cute_transpose.swizzled.default in strategies\n")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_shard_sizes_follow_dtensor():
+    from torch.distributed.tensor import Shard
+
+    from cute_transpose.distributed import shard_sizes
+
+    for size in range(0, 13):
+        for ranks in range(1, 6):
+            want = [Shard(0)._local_shard_size_and_offset(size, ranks, r)[0] for r in range(ranks)]
+            assert shard_sizes(size, ranks) == want, (size, ranks)
+
+
+def test_default_chunks_divide_the_rows():
+    from cute_transpose.distributed import default_chunks
+
+    assert default_chunks(1000, 1 << 20) == 1
+    assert default_chunks(4096, 4 << 30) == 8
+    assert default_chunks(4095, 4 << 30) == 7
+    for rows in range(1, 40):
+        assert rows % default_chunks(rows, 8 << 30) == 0
