@@ -8,7 +8,8 @@ same input in one run (median of --reps, each rank's time the slowest rank's):
 
 - ``all_to_all``: a bare ``all_to_all_single`` of each rank's bytes: the floor, nothing transposed;
 - ``ours``: ``cute_transpose.distributed.transpose`` (default slicing, and each slice count of
-  --chunks);
+  --chunks; and "self sent": with each rank's own block sent to itself through one
+  ``all_to_all_single`` per slice instead of skipping the exchange);
 - ``redistribute``: DTensor's own path, ``x.transpose(0, 1).redistribute(mesh, [Shard(0)])``,
   made contiguous.
 
@@ -23,6 +24,7 @@ import argparse
 import datetime
 import json
 import os
+import socket
 import statistics
 import sys
 import time
@@ -121,6 +123,9 @@ def rank_main(rank: int, world: int, args: argparse.Namespace, port: int) -> Non
                 if (shape[1] // world) % chunks == 0:
                     row[f"ours_chunks{chunks}"] = timed(lambda: distributed.transpose(x, chunks=chunks),
                                                         args.reps, device)
+            distributed.SKIP_SELF = False  # each rank's own block through the collective too
+            row["ours_all_to_all_single"] = timed(lambda: distributed.transpose(x), args.reps, device)
+            distributed.SKIP_SELF = True
             row["redistribute"] = timed(redistribute, args.reps, device)
             row["local_bytes"] = local.numel() * local.element_size()
             rows.append(row)
@@ -138,7 +143,8 @@ def summary_line(row: dict) -> str:
     t = row["all_to_all"]
     chunks = " ".join(f"c{k[11:]}={t / v:.2f}" for k, v in row.items() if k.startswith("ours_chunks"))
     return (f"{row['dtype']:>8} {row['GiB']:>5} GiB {row['shape']}: all_to_all {t:.2f} ms; ours "
-            f"{row['ours']:.2f} ms = {t / row['ours']:.2f} of it ({chunks}); redistribute "
+            f"{row['ours']:.2f} ms = {t / row['ours']:.2f} of it ({chunks}; self sent "
+            f"{t / row['ours_all_to_all_single']:.2f}); redistribute "
             f"{row['redistribute']:.2f} ms = {t / row['redistribute']:.2f}; exact={row['exact']}")
 
 
@@ -151,12 +157,14 @@ def write(rows: list[dict], args: argparse.Namespace, gpu: str) -> None:
              "Row-sharded (M, N) -> row-sharded (N, M). Time in ms (median), and the share of a bare "
              "all_to_all_single's bandwidth (its time over each one's). GB/s: each rank's bytes over "
              "the time.", "",
-             "| dtype | GiB | shape | all_to_all ms | GB/s | ours ms | share | redistribute ms | share | exact |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| dtype | GiB | shape | all_to_all ms | GB/s | ours ms | share | self sent: share | "
+             "redistribute ms | share | exact |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         t = r["all_to_all"]
         lines.append(f"| {r['dtype']} | {r['GiB']} | {r['shape'][0]} x {r['shape'][1]} | {t:.2f} | "
                      f"{r['local_bytes'] / t / 1e6:.0f} | {r['ours']:.2f} | {t / r['ours']:.2f} | "
+                     f"{t / r['ours_all_to_all_single']:.2f} | "
                      f"{r['redistribute']:.2f} | {t / r['redistribute']:.2f} | {r['exact']} |")
     lines += ["", "Slices (`chunks=`): share of the all_to_all's bandwidth for each slice count, "
               "and the default's.", "",
@@ -208,7 +216,10 @@ def main() -> None:
     world = args.cpu or args.world or torch.cuda.device_count()
     if world < 2:
         sys.exit("bench/distributed.py: needs at least 2 GPUs (or --cpu 2)")
-    torch.multiprocessing.spawn(rank_main, args=(world, args, 29600 + os.getpid() % 1000), nprocs=world)
+    with socket.socket() as probe:  # a port no one is listening on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    torch.multiprocessing.spawn(rank_main, args=(world, args, port), nprocs=world)
 
 
 if __name__ == "__main__":

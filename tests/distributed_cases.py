@@ -25,8 +25,12 @@ def run_ranks(backend, device_type, world, directory, timeout_s=240):
     """Starts `world` processes running every case; returns {rank: {case: error or None}}."""
     import multiprocessing
 
+    import socket
+
     context = multiprocessing.get_context("spawn")
-    port = 29500 + os.getpid() % 1000
+    with socket.socket() as probe:  # a port no one is listening on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
     procs = [context.Process(target=_rank_main, args=(rank, world, backend, device_type, port, directory))
              for rank in range(world)]
     for proc in procs:
@@ -266,6 +270,26 @@ def distributed_transpose_dtensor(mesh):
 
 
 @case
+def distributed_transpose_all_to_all_single(mesh):
+    """The same exchange with each rank's own block sent to itself, through all_to_all_single
+    (SKIP_SELF off; the benchmark compares the two)."""
+    from torch.distributed.tensor import Shard, distribute_tensor
+
+    from conftest import reference
+    from cute_transpose import distributed
+
+    world = mesh.size()
+    distributed.SKIP_SELF = False
+    try:
+        for shape, chunks in [((4 * world, 6 * world), 3), ((2 * world, 2 * world, 5), None)]:
+            full = _full(shape, torch.float32, 30, mesh.device_type)
+            y = distributed.transpose(distribute_tensor(full, mesh, [Shard(0)]), chunks=chunks)
+            _check(y, reference(full, [1, 0, *range(2, len(shape))]), [Shard(0)])
+    finally:
+        distributed.SKIP_SELF = True
+
+
+@case
 def distributed_transpose_plain(mesh):
     """Plain tensors over a process group, with and without the row counts given."""
     from conftest import reference
@@ -289,7 +313,8 @@ def distributed_transpose_errors(mesh):
 
     from cute_transpose import distributed
 
-    full = torch.arange(24.0, device=mesh.device_type).view(4, 6)
+    world = mesh.size()
+    full = torch.arange(24.0 * world * world, device=mesh.device_type).view(4 * world, 6 * world)
     for placements, words in [([Replicate()], "sharded by rows"), ([Shard(1)], "Shard(dim=1)")]:
         try:
             distributed.transpose(distribute_tensor(full, mesh, placements))

@@ -15,18 +15,20 @@ import distributed_cases
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
                                 reason="torch.distributed with gloo is not available")
 
-WORLD = 2
-BACKENDS = [pytest.param(("gloo", "cpu"), id="gloo-cpu"),
-            pytest.param(("nccl", "cuda"), id="nccl-cuda", marks=[
+# (backend, device type, processes): 2 and 3 processes on the CPU (3 shards unevenly what 2 do
+# not), 2 GPUs where there are.
+BACKENDS = [pytest.param(("gloo", "cpu", 2), id="gloo-cpu-2"),
+            pytest.param(("gloo", "cpu", 3), id="gloo-cpu-3"),
+            pytest.param(("nccl", "cuda", 2), id="nccl-cuda-2", marks=[
                 pytest.mark.gpu,
-                pytest.mark.skipif(not (torch.cuda.is_available() and torch.cuda.device_count() >= WORLD
+                pytest.mark.skipif(not (torch.cuda.is_available() and torch.cuda.device_count() >= 2
                                         and dist.is_nccl_available()), reason="needs 2 GPUs and NCCL")])]
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def rank_results(request, tmp_path_factory):
-    backend, device_type = request.param
-    results = distributed_cases.run_ranks(backend, device_type, WORLD, str(tmp_path_factory.mktemp(backend)))
+    backend, device_type, world = request.param
+    results = distributed_cases.run_ranks(backend, device_type, world, str(tmp_path_factory.mktemp(backend)))
     missing = [rank for rank, got in results.items() if got is None]
     assert not missing, f"ranks {missing} did not finish (crashed or timed out)"
     return results

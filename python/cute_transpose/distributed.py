@@ -9,9 +9,11 @@ How: rank ``r`` holds rows ``M_r`` of the ``(M, N)`` matrix and will hold rows `
 ``(N, M)`` result. The block it sends rank ``j`` is the transpose of its columns ``N_j``.
 
 1. transpose the local rows ``(M_r, N) -> (N, M_r)`` with cute_transpose's kernel straight into
-   the all-to-all's send buffer, where the rows for rank ``j`` are already one contiguous block;
-2. one ``all_to_all_single`` (NCCL on GPUs, gloo on the CPU): rank ``r`` receives a block
-   ``(N_r, M_s)`` from each rank ``s``, one after another;
+   the all-to-all's send buffer, where the rows for rank ``j`` are already one contiguous block
+   (the rank's own block goes straight to its place in the receive buffer);
+2. the all-to-all (NCCL on GPUs, gloo on the CPU), as one batch of sends and receives between
+   each pair of ranks: rank ``r`` receives a block ``(N_r, M_s)`` from each rank ``s``, one
+   after another;
 3. interleave the received blocks into the result's rows, ``(P, N_r, M_s) -> (N_r, P, M_s)``,
    with cute_transpose's permute (a copy of contiguous runs of ``M_s`` elements).
 
@@ -69,7 +71,9 @@ def transpose_local(x: Tensor, group: Optional[dist.ProcessGroup] = None, *,
     split over ``group``'s ranks in rank order. Returns this rank's ``(N_r, M, *rest)`` block of
     the ``(N, M, *rest)`` result, where ``N_r`` follows `shard_sizes`. ``rows`` lists every rank's
     ``M_s``; without it the ranks exchange their row counts first (one small all-gather). Every
-    rank must call this together, with tensors of the same dtype, columns and trailing dims."""
+    rank must call this together, with tensors of the same dtype, columns and trailing dims.
+    ``chunks`` (the slice count; by default from the size) must divide this rank's result rows;
+    shards of different sizes move in one slice whatever it says."""
     _check_local(x, "transpose_local")
     group = group if group is not None else dist.group.WORLD
     ranks, rank = dist.get_world_size(group), dist.get_rank(group)
@@ -100,28 +104,55 @@ def transpose_local(x: Tensor, group: Optional[dist.ProcessGroup] = None, *,
 def _exchange_even(x: Tensor, out: Tensor, group: Any, ranks: int, chunks: int) -> None:
     """Every rank holds the same rows m and receives the same result rows n, moved in ``chunks``
     slices of w = n / chunks result rows. Slice c of the block for rank j is
-    x[:, j*n + c*w : j*n + (c+1)*w]."""
+    x[:, j*n + c*w : j*n + (c+1)*w]. The rank's own block is transposed straight into its
+    place among the received ones instead of being sent to itself (`SKIP_SELF`)."""
     m, rest = x.shape[0], tuple(x.shape[2:])
-    n = out.shape[0]
+    n, rank = out.shape[0], dist.get_rank(group)
     w = n // chunks
     trailing = list(range(3, 3 + len(rest)))
     blocks = x.unflatten(1, (ranks, chunks, w))                 # (m, P, C, w, *rest), a view
-    send = x.new_empty((chunks, ranks, w, m, *rest))            # slice c: (P, w, m, *rest)
+    send = x.new_empty((chunks, ranks, w, m, *rest))            # slice c: (P to j, w, m, *rest)
     recv = torch.empty_like(send)                               # slice c: (P from s, w, m, *rest)
     slabs = out.view(chunks, w, ranks, m, *rest)                # slice c: (w, P, m, *rest), rows c*w..
-    pending: list[tuple[Any, int]] = []
+    pending: list[tuple[list, int]] = []
     for c in range(chunks):
-        _permute(blocks[:, :, c], [1, 2, 0, *trailing], out=send[c])     # (m, P, w) -> (P, w, m)
-        work = dist.all_to_all_single(recv[c], send[c], group=group, async_op=True)
-        pending.append((work, c))
+        if SKIP_SELF:
+            own = blocks[:, rank, c]                            # (m, w, *rest) -> (w, m, *rest)
+            _permute(own, [1, 0, *(d - 1 for d in trailing)], out=recv[c, rank])
+            for lo, hi in ((0, rank), (rank + 1, ranks)):
+                if lo < hi:                                     # (m, j, w) -> (j, w, m)
+                    _permute(blocks[:, lo:hi, c], [1, 2, 0, *trailing], out=send[c, lo:hi])
+            works = _exchange_with_peers(send[c], recv[c], group, rank)
+        else:
+            _permute(blocks[:, :, c], [1, 2, 0, *trailing], out=send[c])  # (m, P, w) -> (P, w, m)
+            works = [dist.all_to_all_single(recv[c], send[c], group=group, async_op=True)]
+        pending.append((works, c))
         if len(pending) == 2:
             _interleave(*pending.pop(0), recv, slabs, trailing)
     for item in pending:
         _interleave(*item, recv, slabs, trailing)
 
 
-def _interleave(work: Any, c: int, recv: Tensor, slabs: Tensor, trailing: list[int]) -> None:
-    work.wait()
+# Whether a rank's own block skips the exchange (measured faster on 2 GPUs: docs/PERFORMANCE.md);
+# False sends it to itself through one all_to_all_single per slice.
+SKIP_SELF = True
+
+
+def _exchange_with_peers(send: Tensor, recv: Tensor, group: Any, rank: int) -> list:
+    """Sends block j of ``send`` to rank j and receives rank s's into block s of ``recv``, for
+    every other rank, as one batch of point-to-point operations (asynchronous)."""
+    ops = []
+    for peer in range(send.shape[0]):
+        if peer != rank:
+            global_peer = dist.get_global_rank(group, peer)
+            ops.append(dist.P2POp(dist.isend, send[peer], global_peer, group))
+            ops.append(dist.P2POp(dist.irecv, recv[peer], global_peer, group))
+    return dist.batch_isend_irecv(ops) if ops else []
+
+
+def _interleave(works: list, c: int, recv: Tensor, slabs: Tensor, trailing: list[int]) -> None:
+    for work in works:
+        work.wait()
     _permute(recv[c], [1, 0, 2, *trailing], out=slabs[c])                # (P, w, m) -> (w, P, m)
 
 
