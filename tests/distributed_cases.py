@@ -207,6 +207,24 @@ def out_forms(mesh):
 
 
 @case
+def other_placements_are_refused(mesh):
+    """A placement the rules do not cover (FSDP2's strided shard) is a clear error, not a guess."""
+    from torch.distributed.tensor import DTensor
+    from torch.distributed.tensor.placement_types import _StridedShard
+
+    import cute_transpose as ct
+
+    x = DTensor.from_local(torch.randn(4, 6, device=mesh.device_type), mesh,
+                           [_StridedShard(0, split_factor=2)], run_check=False)
+    try:
+        ct.transpose(x)
+    except (NotImplementedError, RuntimeError) as error:
+        assert "is not supported (Shard, Replicate and Partial are)" in str(error), error
+    else:
+        raise AssertionError("a strided shard was accepted")
+
+
+@case
 def autograd(mesh):
     """The gradient of a permute of a sharded tensor is the inverse permute, sharded back."""
     from torch.distributed.tensor import Shard, distribute_tensor
