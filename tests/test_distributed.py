@@ -15,14 +15,20 @@ import distributed_cases
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
                                 reason="torch.distributed with gloo is not available")
 
+
+
+def _nccl(world):
+    """NCCL over `world` GPUs: one process per GPU."""
+    ready = torch.cuda.is_available() and torch.cuda.device_count() >= world and dist.is_nccl_available()
+    return pytest.param(("nccl", "cuda", world), id=f"nccl-cuda-{world}", marks=[
+        pytest.mark.gpu, pytest.mark.skipif(not ready, reason=f"needs {world} GPU(s) and NCCL")])
+
+
 # (backend, device type, processes): 2 and 3 processes on the CPU (3 shards unevenly what 2 do
-# not), 2 GPUs where there are.
+# not); 2 GPUs where there are, and 1 (the CUDA kernels under DTensor, a group of one) on any GPU.
 BACKENDS = [pytest.param(("gloo", "cpu", 2), id="gloo-cpu-2"),
             pytest.param(("gloo", "cpu", 3), id="gloo-cpu-3"),
-            pytest.param(("nccl", "cuda", 2), id="nccl-cuda-2", marks=[
-                pytest.mark.gpu,
-                pytest.mark.skipif(not (torch.cuda.is_available() and torch.cuda.device_count() >= 2
-                                        and dist.is_nccl_available()), reason="needs 2 GPUs and NCCL")])]
+            _nccl(2), _nccl(1)]
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
