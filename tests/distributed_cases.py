@@ -84,10 +84,13 @@ def _full(shape, dtype, seed, device):
 
 
 def _check(result, ref, placements):
+    """The placements, a contiguous local result, and the gathered values bit for bit (the
+    gathered tensor's own layout is DTensor's: torch 2.11 may return a strided one)."""
     from conftest import assert_bits_equal
 
     assert tuple(result.placements) == tuple(placements), (tuple(result.placements), tuple(placements))
-    assert_bits_equal(result.full_tensor(), ref)
+    assert result.to_local().is_contiguous()
+    assert_bits_equal(result.full_tensor().contiguous(), ref)
 
 
 def _position(perm, dim):
@@ -121,10 +124,16 @@ def every_op_every_shard_dim(mesh):
 
     from conftest import reference
 
+    from conftest import IS_SM90, SM90_OPS
+
     dev = mesh.device_type
-    for shape in [(4, 6, 8), (5, 7, 3)]:  # even, then uneven over 2 ranks
+    # Even, then uneven over 2 ranks; on a GPU the TMA variants run only the last shape, whose
+    # every shard has the 16-byte row pitches they need (and only on sm_90).
+    for shape in [(4, 6, 8), (5, 7, 3), (8, 16, 16)]:
         full = _full(shape, torch.float32, 1, dev)
         for name, fn, perm in _op_calls(len(shape)):
+            if dev == "cuda" and name in SM90_OPS and (shape != (8, 16, 16) or not IS_SM90):
+                continue
             ref = reference(full, perm)
             for placement in [Replicate(), *[Shard(d) for d in range(len(shape))]]:
                 x = distribute_tensor(full, mesh, [placement])
@@ -235,7 +244,8 @@ def autograd(mesh):
     weight = torch.randn(8, 4, 6, generator=torch.Generator().manual_seed(6)).to(mesh.device_type)
     x = distribute_tensor(full, mesh, [Shard(1)]).requires_grad_()
     (ct.permute(x, [2, 0, 1]) * distribute_tensor(weight, mesh, [Shard(2)])).sum().backward()
-    assert tuple(x.grad.placements) == (Shard(1),), x.grad.placements
+    if mesh.size() > 1:  # on a mesh of one, torch 2.11 may call the gradient replicated
+        assert tuple(x.grad.placements) == (Shard(1),), x.grad.placements
     assert torch.equal(x.grad.full_tensor(), weight.permute(1, 2, 0))
 
 
