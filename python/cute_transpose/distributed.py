@@ -64,16 +64,21 @@ def _check_local(x: Tensor, name: str) -> None:
 
 
 def transpose_local(x: Tensor, group: Optional[dist.ProcessGroup] = None, *,
-                    rows: Optional[Sequence[int]] = None, chunks: Optional[int] = None) -> Tensor:
+                    rows: Optional[Sequence[int]] = None, cols: Optional[Sequence[int]] = None,
+                    chunks: Optional[int] = None) -> Tensor:
     """Rank r's rows of the transpose of a row-sharded tensor, from rank r's rows of it.
 
     ``x`` is this rank's ``(M_r, N, *rest)`` block of an ``(M, N, *rest)`` tensor whose rows are
     split over ``group``'s ranks in rank order. Returns this rank's ``(N_r, M, *rest)`` block of
-    the ``(N, M, *rest)`` result, where ``N_r`` follows `shard_sizes`. ``rows`` lists every rank's
-    ``M_s``; without it the ranks exchange their row counts first (one small all-gather). Every
-    rank must call this together, with tensors of the same dtype, columns and trailing dims.
+    the ``(N, M, *rest)`` result. ``rows`` lists every rank's ``M_s``; without it the ranks
+    exchange their row counts first (one small all-gather). ``cols`` lists every rank's ``N_j``,
+    the result's rows it gets; by default DTensor's rule (`shard_sizes`). Every rank must call
+    this together, with tensors of the same dtype, columns and trailing dims.
     ``chunks`` (the slice count; by default from the size) must divide this rank's result rows;
-    shards of different sizes move in one slice whatever it says."""
+    shards of different sizes move in one slice whatever it says.
+
+    Differentiable: the gradient is the same exchange the other way, ``rows`` and ``cols``
+    swapped."""
     _check_local(x, "transpose_local")
     group = group if group is not None else dist.group.WORLD
     ranks, rank = dist.get_world_size(group), dist.get_rank(group)
@@ -82,22 +87,47 @@ def transpose_local(x: Tensor, group: Optional[dist.ProcessGroup] = None, *,
         gathered = [torch.empty_like(counts) for _ in range(ranks)]
         dist.all_gather(gathered, counts, group=group)
         rows = [int(c.item()) for c in gathered]
-    rows = list(rows)
+    rows = [int(r) for r in rows]
+    cols = shard_sizes(x.shape[1], ranks) if cols is None else [int(c) for c in cols]
     if len(rows) != ranks or rows[rank] != x.shape[0]:
         raise ValueError(f"cute_transpose.distributed.transpose_local: rows {rows} must list "
                          f"the {ranks} ranks' row counts, and rank {rank} holds {x.shape[0]}")
-    cols, rest = x.shape[1], tuple(x.shape[2:])
-    mine = shard_sizes(cols, ranks)[rank]
-    out = x.new_empty((mine, sum(rows), *rest))
-    if len(set(rows)) == 1 and cols % ranks == 0:
-        if chunks is None:
-            chunks = default_chunks(mine, x.numel() * x.element_size())
-        if chunks < 1 or mine % chunks:
-            raise ValueError(f"cute_transpose.distributed.transpose_local: chunks={chunks} must "
-                             f"divide this rank's {mine} result rows")
-        _exchange_even(x, out, group, ranks, chunks)
+    if len(cols) != ranks or sum(cols) != x.shape[1] or min(cols) < 0:
+        raise ValueError(f"cute_transpose.distributed.transpose_local: cols {cols} must split "
+                         f"the {x.shape[1]} columns over the {ranks} ranks")
+    even = len(set(rows)) == 1 and len(set(cols)) == 1
+    if even and chunks is None:
+        chunks = default_chunks(cols[rank], x.numel() * x.element_size())
+    if even and (chunks < 1 or cols[rank] % chunks):
+        raise ValueError(f"cute_transpose.distributed.transpose_local: chunks={chunks} must "
+                         f"divide this rank's {cols[rank]} result rows")
+    return _Exchange.apply(x, group, rows, cols, chunks if even else 0)
+
+
+class _Exchange(torch.autograd.Function):
+    """The exchange, and its gradient: the exchange of the gradient the other way round."""
+
+    @staticmethod
+    def forward(ctx: Any, x: Tensor, group: Any, rows: list[int], cols: list[int], chunks: int) -> Tensor:
+        ctx.group, ctx.rows, ctx.cols = group, rows, cols
+        return _exchange(x, group, rows, cols, chunks)
+
+    @staticmethod
+    def backward(ctx: Any, grad: Tensor) -> tuple:
+        even = len(set(ctx.rows)) == 1 and len(set(ctx.cols)) == 1
+        rank = dist.get_rank(ctx.group)
+        chunks = default_chunks(ctx.rows[rank], grad.numel() * grad.element_size()) if even else 0
+        return _exchange(grad, ctx.group, ctx.cols, ctx.rows, chunks), None, None, None, None
+
+
+def _exchange(x: Tensor, group: Any, rows: list[int], cols: list[int], chunks: int) -> Tensor:
+    """The result of `transpose_local`; ``chunks`` 0 for shards of different sizes."""
+    rank = dist.get_rank(group)
+    out = x.new_empty((cols[rank], sum(rows), *x.shape[2:]))
+    if chunks:
+        _exchange_even(x, out, group, len(rows), chunks)
     else:
-        _exchange_uneven(x, out, group, rows, shard_sizes(cols, ranks))
+        _exchange_uneven(x, out, group, rows, cols)
     return out
 
 
@@ -125,7 +155,7 @@ def _exchange_even(x: Tensor, out: Tensor, group: Any, ranks: int, chunks: int) 
             works = _exchange_with_peers(send[c], recv[c], group, rank)
         else:
             _permute(blocks[:, :, c], [1, 2, 0, *trailing], out=send[c])  # (m, P, w) -> (P, w, m)
-            works = [dist.all_to_all_single(recv[c], send[c], group=group, async_op=True)]
+            works = [dist.all_to_all_single(_bytes(recv[c]), _bytes(send[c]), group=group, async_op=True)]
         pending.append((works, c))
         if len(pending) == 2:
             _interleave(*pending.pop(0), recv, slabs, trailing)
@@ -145,9 +175,15 @@ def _exchange_with_peers(send: Tensor, recv: Tensor, group: Any, rank: int) -> l
     for peer in range(send.shape[0]):
         if peer != rank:
             global_peer = dist.get_global_rank(group, peer)
-            ops.append(dist.P2POp(dist.isend, send[peer], global_peer, group))
-            ops.append(dist.P2POp(dist.irecv, recv[peer], global_peer, group))
+            ops.append(dist.P2POp(dist.isend, _bytes(send[peer]), global_peer, group))
+            ops.append(dist.P2POp(dist.irecv, _bytes(recv[peer]), global_peer, group))
     return dist.batch_isend_irecv(ops) if ops else []
+
+
+def _bytes(t: Tensor) -> Tensor:
+    """A contiguous tensor's bytes: the collectives move any dtype (gloo refuses some, such as
+    int16), and the bytes are all a transpose needs."""
+    return t.view(torch.uint8)
 
 
 def _interleave(works: list, c: int, recv: Tensor, slabs: Tensor, trailing: list[int]) -> None:
@@ -162,9 +198,10 @@ def _exchange_uneven(x: Tensor, out: Tensor, group: Any, rows: list[int], cols: 
     send = _transpose(x, 0, 1)                                  # (N, M_r, *rest): block j = rows of j
     mine = out.shape[0]
     recv = x.new_empty(mine * out.shape[1] * rest)
-    dist.all_to_all_single(recv, send.view(-1), group=group,
-                           output_split_sizes=[mine * m * rest for m in rows],
-                           input_split_sizes=[n * rows[rank] * rest for n in cols])
+    nbytes = rest * x.element_size()
+    dist.all_to_all_single(_bytes(recv), _bytes(send.view(-1)), group=group,
+                           output_split_sizes=[mine * m * nbytes for m in rows],
+                           input_split_sizes=[n * rows[rank] * nbytes for n in cols])
     start = 0
     for s, block in enumerate(recv.split([mine * m * rest for m in rows])):
         out[:, start:start + rows[s]].copy_(block.view(mine, rows[s], *x.shape[2:]))
