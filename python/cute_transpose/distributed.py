@@ -144,7 +144,11 @@ def _exchange_even(x: Tensor, out: Tensor, group: Any, ranks: int, chunks: int) 
     send = x.new_empty((chunks, ranks, w, m, *rest))            # slice c: (P to j, w, m, *rest)
     recv = torch.empty_like(send)                               # slice c: (P from s, w, m, *rest)
     slabs = out.view(chunks, w, ranks, m, *rest)                # slice c: (w, P, m, *rest), rows c*w..
-    pending: list[tuple[list, int]] = []
+    # Every slice's transposes and exchange first: an exchange waits only for its own slice's
+    # transposes, so the collective's stream never waits for an interleave, and the local stream
+    # never waits for the collective until the interleaves, which then follow the slices as
+    # they land.
+    pending: list[list] = []
     for c in range(chunks):
         if SKIP_SELF:
             own = blocks[:, rank, c]                            # (m, w, *rest) -> (w, m, *rest)
@@ -156,11 +160,11 @@ def _exchange_even(x: Tensor, out: Tensor, group: Any, ranks: int, chunks: int) 
         else:
             _permute(blocks[:, :, c], [1, 2, 0, *trailing], out=send[c])  # (m, P, w) -> (P, w, m)
             works = [dist.all_to_all_single(_bytes(recv[c]), _bytes(send[c]), group=group, async_op=True)]
-        pending.append((works, c))
-        if len(pending) == 2:
-            _interleave(*pending.pop(0), recv, slabs, trailing)
-    for item in pending:
-        _interleave(*item, recv, slabs, trailing)
+        pending.append(works)
+    for c, works in enumerate(pending):
+        for work in works:
+            work.wait()
+        _permute(recv[c], [1, 0, 2, *trailing], out=slabs[c])            # (P, w, m) -> (w, P, m)
 
 
 # Whether a rank's own block skips the exchange (measured faster on 2 GPUs: docs/PERFORMANCE.md);
@@ -184,12 +188,6 @@ def _bytes(t: Tensor) -> Tensor:
     """A contiguous tensor's bytes: the collectives move any dtype (gloo refuses some, such as
     int16), and the bytes are all a transpose needs."""
     return t.view(torch.uint8)
-
-
-def _interleave(works: list, c: int, recv: Tensor, slabs: Tensor, trailing: list[int]) -> None:
-    for work in works:
-        work.wait()
-    _permute(recv[c], [1, 0, 2, *trailing], out=slabs[c])                # (P, w, m) -> (w, P, m)
 
 
 def _exchange_uneven(x: Tensor, out: Tensor, group: Any, rows: list[int], cols: list[int]) -> None:
