@@ -14,7 +14,9 @@ same input in one run (median of --reps, each rank's time the slowest rank's):
   made contiguous.
 
 Reported as each rank's bytes over the time (GB/s), and ``all_to_all``'s time over each's: the
-share of the all-to-all's bandwidth reached. Every result is checked bit-exactly against
+share of the all-to-all's bandwidth reached. ``local`` times the local work alone (the
+transpose into a send buffer and the interleave of the received blocks, with no exchange):
+what the slicing must hide behind the exchange. Every result is checked bit-exactly against
 DTensor's before it is timed. Writes <GPU>-distributed.{md,json,png} into --out.
 """
 
@@ -88,6 +90,7 @@ def rank_main(rank: int, world: int, args: argparse.Namespace, port: int) -> Non
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import DTensor, Shard
 
+    import cute_transpose as ct
     from cute_transpose import distributed
 
     mesh = init_device_mesh(device.type, (world,))
@@ -116,7 +119,13 @@ def rank_main(rank: int, world: int, args: argparse.Namespace, port: int) -> Non
             send = local.view(-1)
             recv = torch.empty_like(send)
             row["all_to_all"] = timed(lambda: dist.all_to_all_single(recv, send), args.reps, device)
-            del recv
+            # The local work alone, no exchange: the transpose into the send buffer, and the
+            # interleave of as many received blocks (what overlapping must hide).
+            n, m = shape[1] // world, shape[0] // world
+            blocks = recv[:world * n * m].view(world, n, m)
+            row["local"] = timed(lambda: (ct.transpose(local, 0, 1), ct.permute(blocks, [1, 0, 2])),
+                                 args.reps, device)
+            del recv, blocks
             row["ours"] = timed(lambda: distributed.transpose(x), args.reps, device)
             row["default_chunks"] = distributed.default_chunks(shape[1] // world, local.numel() * local.element_size())
             for chunks in args.chunks:
@@ -144,7 +153,7 @@ def summary_line(row: dict) -> str:
     chunks = " ".join(f"c{k[11:]}={t / v:.2f}" for k, v in row.items() if k.startswith("ours_chunks"))
     return (f"{row['dtype']:>8} {row['GiB']:>5} GiB {row['shape']}: all_to_all {t:.2f} ms; ours "
             f"{row['ours']:.2f} ms = {t / row['ours']:.2f} of it ({chunks}; self sent "
-            f"{t / row['ours_all_to_all_single']:.2f}); redistribute "
+            f"{t / row['ours_all_to_all_single']:.2f}); local work alone {row['local']:.2f} ms; redistribute "
             f"{row['redistribute']:.2f} ms = {t / row['redistribute']:.2f}; exact={row['exact']}")
 
 
@@ -158,13 +167,13 @@ def write(rows: list[dict], args: argparse.Namespace, gpu: str) -> None:
              "all_to_all_single's bandwidth (its time over each one's). GB/s: each rank's bytes over "
              "the time.", "",
              "| dtype | GiB | shape | all_to_all ms | GB/s | ours ms | share | self sent: share | "
-             "redistribute ms | share | exact |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "local work alone, ms | redistribute ms | share | exact |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         t = r["all_to_all"]
         lines.append(f"| {r['dtype']} | {r['GiB']} | {r['shape'][0]} x {r['shape'][1]} | {t:.2f} | "
                      f"{r['local_bytes'] / t / 1e6:.0f} | {r['ours']:.2f} | {t / r['ours']:.2f} | "
-                     f"{t / r['ours_all_to_all_single']:.2f} | "
+                     f"{t / r['ours_all_to_all_single']:.2f} | {r['local']:.2f} | "
                      f"{r['redistribute']:.2f} | {t / r['redistribute']:.2f} | {r['exact']} |")
     lines += ["", "Slices (`chunks=`): share of the all_to_all's bandwidth for each slice count, "
               "and the default's.", "",
