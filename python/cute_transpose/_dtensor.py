@@ -24,23 +24,12 @@ from typing import Any, Callable, Optional, Sequence
 
 import torch
 
+from ._ops import VARIANTS, _transposition
+
 _DTENSOR = "torch.distributed.tensor"
 
 
-def _swap_last_two(rank: int) -> list[int]:
-    perm = list(range(rank))
-    perm[-2:] = perm[-1:-3:-1]
-    return perm
-
-
-def _transposition(rank: int, dim0: int, dim1: int) -> list[int]:
-    perm = list(range(rank))
-    a, b = dim0 % rank, dim1 % rank
-    perm[a], perm[b] = perm[b], perm[a]
-    return perm
-
-
-# For each op: the permutation it applies, from the op's arguments after the input's spec.
+# For each op: the permutation it applies, from the input's rank and the op's other arguments.
 _PERMUTATIONS: dict[str, Callable[..., list[int]]] = {
     "copy": lambda rank: list(range(rank)),
     "transpose": lambda rank, dim0=-2, dim1=-1: _transposition(rank, dim0, dim1),
@@ -100,12 +89,10 @@ def register() -> None:
     from torch.distributed.tensor._op_schema import RuntimeSchemaInfo
     from torch.distributed.tensor.experimental import register_sharding
 
-    from ._ops import VARIANTS
-
     lib = torch.ops.cute_transpose
     overloads: list[tuple[str, Any, Callable[..., list[int]]]] = []
     for name in VARIANTS:
-        overloads.append((name, getattr(lib, name).default, _swap_last_two))
+        overloads.append((name, getattr(lib, name).default, lambda rank: _transposition(rank, -2, -1)))
     for name, perm_of in _PERMUTATIONS.items():
         packet = getattr(lib, name)
         for overload in packet.overloads():

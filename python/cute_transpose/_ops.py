@@ -72,9 +72,11 @@ def _permutation(x: Tensor, dims: Sequence[int], name: str) -> list[int]:
     return perm
 
 
-def _transposition(x: Tensor, dim0: int, dim1: int) -> list[int]:
-    a, b = canonicalize_dim(x.dim(), dim0), canonicalize_dim(x.dim(), dim1)
-    perm = list(range(x.dim()))
+def _transposition(rank: int, dim0: int, dim1: int) -> list[int]:
+    """The permutation of range(rank) that swaps dim0 and dim1 (an IndexError, as torch's, for a
+    bad dim)."""
+    a, b = canonicalize_dim(rank, dim0), canonicalize_dim(rank, dim1)
+    perm = list(range(rank))
     if perm:
         perm[a], perm[b] = perm[b], perm[a]
     return perm
@@ -101,12 +103,12 @@ def _check_no_alias(x: Tensor, out: Tensor, name: str) -> None:
 
 @torch.library.register_fake("cute_transpose::transpose")
 def _transpose_fake(x: Tensor, dim0: int = -2, dim1: int = -1) -> Tensor:
-    return x.new_empty([x.shape[d] for d in _transposition(x, dim0, dim1)])
+    return x.new_empty([x.shape[d] for d in _transposition(x.dim(), dim0, dim1)])
 
 
 @torch.library.register_fake("cute_transpose::transpose.out")
 def _transpose_out_fake(src: Tensor, dim0: int = -2, dim1: int = -1, *, out: Tensor) -> Tensor:
-    _check_out(src, out, _transposition(src, dim0, dim1), "transpose")
+    _check_out(src, out, _transposition(src.dim(), dim0, dim1), "transpose")
     _check_no_alias(src, out, "transpose")
     return out
 
@@ -166,7 +168,7 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     ``offered`` then says whether the chooser would consider it for this permute at all (it does
     not offer some kernels on shapes where they run but lose, and says why in ``reason``)."""
     if dims is None:
-        dims = _transposition(x, -2, -1) if x.dim() >= 2 else list(range(x.dim()))
+        dims = _transposition(x.dim(), -2, -1) if x.dim() >= 2 else list(range(x.dim()))
     dims = _dims_list(dims)
     on_cuda = x.device.type == "cuda"
     major, minor = torch.cuda.get_device_capability(x.device) if on_cuda else (9, 0)
