@@ -167,8 +167,9 @@ def _exchange_even(x: Tensor, out: Tensor, group: Any, ranks: int, chunks: int) 
         _permute(recv[c], [1, 0, 2, *trailing], out=slabs[c])            # (P, w, m) -> (w, P, m)
 
 
-# Whether a rank's own block skips the exchange (measured faster on 2 GPUs: docs/PERFORMANCE.md);
-# False sends it to itself through one all_to_all_single per slice.
+# Whether a rank's own block skips the exchange (it saves the collective a copy of 1/P of the
+# bytes); False sends it to itself through one all_to_all_single per slice, as DTensor does.
+# bench/distributed.py times both.
 SKIP_SELF = True
 
 
