@@ -22,6 +22,20 @@ using torch::autograd::tensor_list;
 bool under_functorch(at::Tensor const& x) { return x.key_set().has(c10::DispatchKey::FuncTorchGradWrapper); }
 at::Tensor contiguous_copy(at::Tensor const& view) { return view.clone(at::MemoryFormat::Contiguous); }
 
+// Whether a call has anything for autograd to record: a gradient to track, or a forward-mode
+// tangent (which the C++ Functions below refuse with torch's own error). Plain calls skip
+// Function::apply, whose graph node and saved data cost every call.
+bool needs_autograd(at::Tensor const& x) {
+  return (at::GradMode::is_enabled() && x.requires_grad()) || x._fw_grad(/*level=*/0).defined();
+}
+
+// Runs `call` below autograd.
+template <class Call>
+at::Tensor below_autograd(Call&& call) {
+  at::AutoDispatchBelowADInplaceOrView guard;
+  return call();
+}
+
 at::Tensor call_transpose(at::Tensor const& x, int64_t dim0, int64_t dim1) {
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("cute_transpose::transpose", "")
@@ -33,8 +47,7 @@ at::Tensor call_transpose(at::Tensor const& x, int64_t dim0, int64_t dim1) {
 template <at::Tensor (*kForward)(at::Tensor const&), bool kTransposes>
 struct LastTwoDims : torch::autograd::Function<LastTwoDims<kForward, kTransposes>> {
   static at::Tensor forward(AutogradContext*, at::Tensor const& x) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    return kForward(x);
+    return below_autograd([&] { return kForward(x); });
   }
   static tensor_list backward(AutogradContext*, tensor_list grads) {
     return {kTransposes ? call_transpose(grads[0], -2, -1) : grads[0]};
@@ -45,8 +58,7 @@ struct AnyTwoDims : torch::autograd::Function<AnyTwoDims> {
   static at::Tensor forward(AutogradContext* ctx, at::Tensor const& x, int64_t dim0, int64_t dim1) {
     ctx->saved_data["dim0"] = dim0;
     ctx->saved_data["dim1"] = dim1;
-    at::AutoDispatchBelowADInplaceOrView guard;
-    return call_transpose(x, dim0, dim1);
+    return below_autograd([&] { return call_transpose(x, dim0, dim1); });
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     return {call_transpose(grads[0], ctx->saved_data["dim0"].toInt(), ctx->saved_data["dim1"].toInt()),
@@ -65,6 +77,7 @@ struct AnyTwoDims : torch::autograd::Function<AnyTwoDims> {
       check_matrix(x, #name);                                                                            \
       return contiguous_copy(x.transpose(-2, -1));                                                      \
     }                                                                                                   \
+    if (!needs_autograd(x)) return below_autograd([&] { return call_##name(x); });                     \
     return LastTwoDims<&call_##name, true>::apply(x);                                                   \
   }
 CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_REDISPATCH)
@@ -79,11 +92,13 @@ at::Tensor copy_autograd(at::Tensor const& x) {
     check_matrix(x, "copy");
     return contiguous_copy(x);
   }
+  if (!needs_autograd(x)) return below_autograd([&] { return call_copy(x); });
   return LastTwoDims<&call_copy, false>::apply(x);
 }
 
 at::Tensor transpose_autograd(at::Tensor const& x, int64_t dim0, int64_t dim1) {
   if (under_functorch(x)) return contiguous_copy(x.transpose(dim0, dim1));
+  if (!needs_autograd(x)) return below_autograd([&] { return call_transpose(x, dim0, dim1); });
   return AnyTwoDims::apply(x, dim0, dim1);
 }
 
@@ -101,8 +116,7 @@ struct Permute : torch::autograd::Function<Permute> {
     std::vector<int64_t> inverse(dims.size());
     for (size_t j = 0; j < dims.size(); ++j) inverse[at::maybe_wrap_dim(dims[j], rank)] = int64_t(j);
     ctx->saved_data["inverse"] = inverse;
-    at::AutoDispatchBelowADInplaceOrView guard;
-    return call_permute(x, dims);
+    return below_autograd([&] { return call_permute(x, dims); });
   }
   static tensor_list backward(AutogradContext* ctx, tensor_list grads) {
     return {call_permute(grads[0], ctx->saved_data["inverse"].toIntVector()), at::Tensor()};
@@ -111,10 +125,8 @@ struct Permute : torch::autograd::Function<Permute> {
 
 at::Tensor permute_autograd(at::Tensor const& x, at::IntArrayRef dims) {
   // A wrong `dims` must fail with the op's own message, not inside the inverse above.
-  if (int64_t(dims.size()) != x.dim()) {
-    at::AutoDispatchBelowADInplaceOrView guard;
-    return call_permute(x, dims);
-  }
+  if (int64_t(dims.size()) != x.dim() || (!needs_autograd(x) && !under_functorch(x)))
+    return below_autograd([&] { return call_permute(x, dims); });
   if (under_functorch(x)) return contiguous_copy(x.permute(dims));
   return Permute::apply(x, dims);
 }
