@@ -6,7 +6,9 @@
 //                   stage's `full` barrier, which counts its bytes
 //   consumer warps                for each tile: wait until stage s is full, read its V x V
 //                   blocks into registers, release the stage (`empty`), then transpose the
-//                   blocks in registers and store them as 16-byte vectors
+//                   blocks in registers and store them: into an output tile in shared memory
+//                   that one thread hands to a TMA store (2- to 16-byte elements,
+//                   tma_store.cuh), or as 16-byte vectors straight to global memory (uint8)
 //
 //   prologue        every stage starts empty: the producer runs kStages tiles ahead;
 //   steady state    the producer refills a stage as soon as every consumer warp released it;
@@ -21,20 +23,19 @@
 // over all 32 banks. A barrel shifter of register selects undoes the rotation.
 // Both sides move in 16-byte vectors, so rows, strides and offsets are whole vectors (the
 // chooser's pipelined_fits); TMA zero-fills the part of an edge tile outside the matrix, and
-// the stores skip it.
+// the stores skip it (the TMA store clips it, the vector stores test each vector).
 #include "launch.h"
+#include "tma_store.cuh"
 #include "vector_tile.cuh"
 
-#include <cute/arch/copy_sm90_desc.hpp>        // mbarriers
-#include <cute/atom/copy_traits_sm90_tma.hpp>
-#include <cute/atom/mma_traits_sm90_gmma.hpp>  // the 128-byte-swizzled shared-memory layout atoms
+#include <cute/arch/copy_sm90_desc.hpp>  // mbarriers
 
 namespace cute_transpose {
 namespace {
 
 using namespace cute;
 
-template <class T_, int BM_, int Boxes, int Stages, int ConsumerWarps = 4>
+template <class T_, int BM_, int Boxes, int Stages, bool TmaStore, int ConsumerWarps = 4>
 struct PipeTile {
   using T = T_;
   using Vec = Words<16>;
@@ -48,9 +49,11 @@ struct PipeTile {
   static constexpr int kThreads = kConsumers + 32;  // and one producer warp
   static constexpr int kBlocksPerThread = CM * CN / kConsumers;
   static constexpr int kStageBytes = BM * BN * int(sizeof(T));
-  // The stages, then 2 * kStages barriers; 1 KiB of slack to align the stages to the 1 KiB the
-  // 128-byte swizzle repeats over.
-  static constexpr int kSmemBytes = kStages * kStageBytes + 2 * kStages * 8 + 1024;
+  static constexpr bool kTmaStore = TmaStore;  // else 16-byte vector stores
+  using Out = TmaSmem<T, BM, BN>;               // (BM,BN): the output tile a TMA store reads
+  // The stages, the TMA store's output tile, then 2 * kStages barriers; 1 KiB of slack to align
+  // the stages to the 1 KiB the 128-byte swizzle repeats over.
+  static constexpr int kSmemBytes = (kStages + kTmaStore) * kStageBytes + 2 * kStages * 8 + 1024;
   static_assert(BM <= 256 && CM >= 8, "a TMA box side is at most 256; a wavefront takes 8 block rows");
   static_assert(CM * CN % kConsumers == 0 && kBlocksPerThread >= 1, "every consumer takes whole blocks");
 
@@ -75,6 +78,27 @@ auto make_tma_load(Problem const& p) {
 
 template <class Cfg>
 using TmaLoad = decltype(make_tma_load<Cfg>(std::declval<Problem const&>()));
+
+struct NoStore {};
+
+// The TMA store descriptor for the configurations that store through TMA.
+template <class Cfg>
+auto make_store(Problem const& p) {
+  if constexpr (Cfg::kTmaStore) {
+    return make_tma_store<typename Cfg::T, Cfg::BM, Cfg::BN>(p);
+  } else {
+    return NoStore{};
+  }
+}
+
+template <class Cfg>
+using StoreOf = decltype(make_store<Cfg>(std::declval<Problem const&>()));
+
+// A barrier of the consumer warps alone (named barrier 1; the producer never waits on it).
+template <int Threads>
+CUTE_DEVICE void consumers_sync() {
+  asm volatile("bar.sync 1, %0;" ::"n"(Threads) : "memory");
+}
 
 // The row a block starts reading at: blocks bm = 8w .. 8w+7 (one wavefront) start at rows whose
 // r % 8 are all distinct, V * bm + rotation(bm) mod 8 (for V = 4: 0, 4, 1, 5, 2, 6, 3, 7).
@@ -129,8 +153,9 @@ struct RingState {
   }
 };
 
-template <class Cfg, class Load>
-__global__ void __launch_bounds__(Cfg::kThreads) pipelined_transpose(Problem p, CUTE_GRID_CONSTANT Load const tma) {
+template <class Cfg, class Load, class Store>
+__global__ void __launch_bounds__(Cfg::kThreads) pipelined_transpose(Problem p, CUTE_GRID_CONSTANT Load const tma,
+                                                                     CUTE_GRID_CONSTANT Store const tma_out) {
 #if defined(CUTE_ARCH_TMA_SM90_ENABLED)
   using T = typename Cfg::T;
   using Vec = typename Cfg::Vec;
@@ -138,7 +163,9 @@ __global__ void __launch_bounds__(Cfg::kThreads) pipelined_transpose(Problem p, 
   extern __shared__ unsigned char smem_raw[];
   unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
   Tensor sRing = make_tensor(make_smem_ptr(reinterpret_cast<T*>(smem)), typename Cfg::Ring{});  // (BM,BN,S)
-  uint64_t* full = reinterpret_cast<uint64_t*>(smem + S * Cfg::kStageBytes);  // S: TMA bytes landed
+  Tensor sOut = make_tensor(make_smem_ptr(reinterpret_cast<T*>(smem + S * Cfg::kStageBytes)),  // (BM,BN)
+                            typename Cfg::Out{});  // with kTmaStore only
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + (S + Cfg::kTmaStore) * Cfg::kStageBytes);  // S: TMA bytes landed
   uint64_t* empty = full + S;                                                  // S: consumers done
 
   if (threadIdx.x == 0) {
@@ -193,27 +220,50 @@ __global__ void __launch_bounds__(Cfg::kThreads) pipelined_transpose(Problem p, 
     __syncwarp();
     if (lane == 0) release(empty[ring.stage]);  // the stage may be refilled
 
-    Tensor gOut = local_tile(output_vectors<Cfg>(p, tile.at), OutTile{}, make_coord(tile.n, tile.m));  // (BN,CM)
-    Tensor cTile = local_tile(cOut, OutTile{}, make_coord(tile.n, tile.m));                           // (BN,CM)
-    CUTE_UNROLL
-    for (int k = 0; k < Cfg::kBlocksPerThread; ++k) {
-      int const q = threadIdx.x + k * Cfg::kConsumers, bm = block_row<Cfg>(q), bn = block_column<Cfg>(q);
-      rotate<V>(rows[k], rotation<V>(bm));  // rows[k][i] is now row i of the block
-      Vec cols[V];
-      transpose_block<T, V>(rows[k], cols);
+    if constexpr (Cfg::kTmaStore) {
+      // Into the output tile (8 lanes of a wavefront write 8 consecutive 16-byte chunks of one
+      // 128-byte row: conflict-free), once TMA has read the previous tile out of it; then one
+      // thread has TMA store it, and the consumers go on to the next stage meanwhile.
+      if (threadIdx.x == 0) tma_store_wait<0>();
+      consumers_sync<Cfg::kConsumers>();
       CUTE_UNROLL
-      for (int j = 0; j < V; ++j) {
-        int const n = bn * V + j;
-        if (tile.interior || elem_less(cTile(n, bm), shape(cOut))) gOut(n, bm) = cols[j];
+      for (int k = 0; k < Cfg::kBlocksPerThread; ++k) {
+        int const q = threadIdx.x + k * Cfg::kConsumers, bm = block_row<Cfg>(q), bn = block_column<Cfg>(q);
+        rotate<V>(rows[k], rotation<V>(bm));  // rows[k][i] is now row i of the block
+        Vec cols[V];
+        transpose_block<T, V>(rows[k], cols);
+        CUTE_UNROLL
+        for (int j = 0; j < V; ++j) *reinterpret_cast<Vec*>(&sOut(bm * V, bn * V + j)) = cols[j];  // output row n
+      }
+      tma_store_fence();  // the writes, visible to the TMA unit
+      consumers_sync<Cfg::kConsumers>();
+      if (threadIdx.x == 0) issue_tma_store(tma_out, sOut, p, tile);
+    } else {
+      Tensor gOut = local_tile(output_vectors<Cfg>(p, tile.at), OutTile{}, make_coord(tile.n, tile.m));  // (BN,CM)
+      Tensor cTile = local_tile(cOut, OutTile{}, make_coord(tile.n, tile.m));                           // (BN,CM)
+      CUTE_UNROLL
+      for (int k = 0; k < Cfg::kBlocksPerThread; ++k) {
+        int const q = threadIdx.x + k * Cfg::kConsumers, bm = block_row<Cfg>(q), bn = block_column<Cfg>(q);
+        rotate<V>(rows[k], rotation<V>(bm));  // rows[k][i] is now row i of the block
+        Vec cols[V];
+        transpose_block<T, V>(rows[k], cols);
+        CUTE_UNROLL
+        for (int j = 0; j < V; ++j) {
+          int const n = bn * V + j;
+          if (tile.interior || elem_less(cTile(n, bm), shape(cOut))) gOut(n, bm) = cols[j];
+        }
       }
     }
+  }
+  if constexpr (Cfg::kTmaStore) {
+    if (threadIdx.x == 0) tma_store_wait<0>();  // shared memory stays until TMA has read it
   }
 #endif
 }
 
 template <class Cfg>
 auto kernel_of() {
-  return pipelined_transpose<Cfg, TmaLoad<Cfg>>;
+  return pipelined_transpose<Cfg, TmaLoad<Cfg>, StoreOf<Cfg>>;
 }
 
 template <class Cfg>
@@ -226,17 +276,18 @@ cudaError_t launch_config(Problem const& p, cudaStream_t stream) {
   static int const per_sm = blocks_per_sm(kernel, Cfg::kThreads, Cfg::kSmemBytes);  // asked once
   auto const tma = make_tma_load<Cfg>(p);
   kernel<<<persistent_grid(per_sm, TileWalk(p, Cfg::BM, Cfg::BN).count), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(
-      p, tma);
+      p, tma, make_store<Cfg>(p));
   return cudaGetLastError();
 }
 
-// The configurations, by element size: (BM rows, boxes, stages), one consumer warpgroup. Picked
-// on the H100 among 2-6 stages, 1-4 boxes, BM 32-256 and one or two consumer warpgroups (the
-// numbers are in docs/PERFORMANCE.md): the stage count hardly mattered, wider stages helped
-// 4- to 16-byte elements by 0.01-0.02 of clone.
-template <class T> struct PipeConfig { using type = PipeTile<T, 64, 4, 3>; };  // 32 KiB stages
-template <> struct PipeConfig<uint16_t> { using type = PipeTile<uint16_t, 128, 2, 3>; };
-template <> struct PipeConfig<uint8_t> { using type = PipeTile<uint8_t, 256, 1, 4>; };
+// The configurations, by element size: (BM rows, boxes, stages, store), one consumer warpgroup.
+// Picked on the H100 among 2-6 stages, 1-4 boxes, BM 32-256, one or two consumer warpgroups and
+// vector or TMA stores (the numbers are in docs/PERFORMANCE.md): the stage count hardly
+// mattered; wider stages helped vector stores by 0.01-0.02 of clone, and TMA stores of half as
+// wide stages 2- to 16-byte elements by up to 0.016 more; uint8 kept vector stores.
+template <class T> struct PipeConfig { using type = PipeTile<T, 64, 2, 3, true>; };  // 16 KiB stages
+template <> struct PipeConfig<uint16_t> { using type = PipeTile<uint16_t, 128, 1, 3, true>; };
+template <> struct PipeConfig<uint8_t> { using type = PipeTile<uint8_t, 256, 1, 4, false>; };
 
 }  // namespace
 

@@ -1,6 +1,6 @@
 // TMA store (sm_90+): the transposed tile leaves shared memory through the TMA unit. One thread
 // hands the whole output tile to TMA, which writes it to global memory and clips it at the
-// matrix edges by itself.
+// matrix edges by itself (tma_store.cuh).
 //
 // TMA supports 32/64/128-byte swizzles but not the seeds' Swizzle<5,0,5>, so the output tile is
 // staged in the 128-byte-swizzled "MN-major" layout TMA understands (m contiguous, rows of 128
@@ -17,36 +17,13 @@
 // The output's row pitch (M * element size) must be a multiple of 16 bytes; the torch glue
 // checks that and the compute capability.
 #include "launch.h"
+#include "tma_store.cuh"
 #include "vector_tile.cuh"
-
-#include <cute/atom/copy_traits_sm90_tma.hpp>
-#include <cute/atom/mma_traits_sm90_gmma.hpp>  // the 128-byte-swizzled shared-memory layout atoms
 
 namespace cute_transpose {
 namespace {
 
 using namespace cute;
-
-// The output tile as TMA stores it: (BM,BN) in input coordinates, m contiguous, 128-byte swizzle.
-template <class T, int BM, int BN>
-using TmaSmem = decltype(tile_to_shape(GMMA::Layout_MN_SW128_Atom<T>{}, Shape<Int<BM>, Int<BN>>{}));
-
-// The TMA store descriptor for (BM,BN) tiles of the output, viewed in input coordinates. The
-// torch glue hands this variant at most one batch dim (RunCuda::forced copies the others first).
-template <class T, int BM, int BN>
-auto make_tma_store(Problem const& p) {
-  // TMA has no 16-byte element type: move 16-byte elements as pairs of 8-byte ones.
-  using Internal = conditional_t<sizeof(T) == 16, uint64_t, T>;
-  int64_t const batch_stride = p.batch.rank == 1 ? p.batch.out_stride[0] : p.rows * p.cols;
-  Tensor gOut = make_tensor(make_gmem_ptr(static_cast<T*>(p.dst)),            // (M,N,B)
-                            make_layout(make_shape(p.rows, p.cols, p.batch.count),
-                                        make_stride(Int<1>{}, p.out_col_stride, batch_stride)));
-  return make_tma_copy<Internal>(SM90_TMA_STORE{}, gOut, TmaSmem<T, BM, BN>{}, Shape<Int<BM>, Int<BN>>{},
-                                 Int<1>{});
-}
-
-template <class T, int BM, int BN>
-using TmaStore = decltype(make_tma_store<T, BM, BN>(std::declval<Problem const&>()));
 
 // Hands the staged tile sOut to TMA (one thread) and waits until TMA has read it.
 template <class Store, class SOut>
@@ -54,11 +31,7 @@ CUTE_DEVICE void store_tile(Store const& tma, SOut const& sOut, Problem const& p
   tma_store_fence();  // make every thread's shared-memory writes visible to the TMA unit
   __syncthreads();
   if (threadIdx.x == 0) {
-    Tensor mOut = tma.get_tma_tensor(make_shape(p.rows, p.cols, p.batch.count));                // (M,N,B)
-    Tensor gOut = local_tile(mOut(_, _, tile.b), product_each(shape(sOut)), make_coord(tile.m, tile.n));  // (BM,BN)
-    auto cta_tma = tma.get_slice(Int<0>{});
-    copy(tma, cta_tma.partition_S(sOut), cta_tma.partition_D(gOut));
-    tma_store_arrive();
+    issue_tma_store(tma, sOut, p, tile);
     tma_store_wait<0>();
   }
   __syncthreads();  // sOut may be refilled
