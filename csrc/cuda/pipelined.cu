@@ -220,6 +220,19 @@ __global__ void __launch_bounds__(Cfg::kThreads) pipelined_transpose(Problem p, 
     __syncwarp();
     if (lane == 0) release(empty[ring.stage]);  // the stage may be refilled
 
+    // Transposes this thread's blocks in registers and hands each vector of the output tile to
+    // put(n, mv, v): output row n, vector mv along m.
+    auto const for_each_output_vector = [&](auto&& put) {
+      CUTE_UNROLL
+      for (int k = 0; k < Cfg::kBlocksPerThread; ++k) {
+        int const q = threadIdx.x + k * Cfg::kConsumers, bm = block_row<Cfg>(q), bn = block_column<Cfg>(q);
+        rotate<V>(rows[k], rotation<V>(bm));  // rows[k][i] is now row i of the block
+        Vec cols[V];
+        transpose_block<T, V>(rows[k], cols);
+        CUTE_UNROLL
+        for (int j = 0; j < V; ++j) put(bn * V + j, bm, cols[j]);
+      }
+    };
     if constexpr (Cfg::kTmaStore) {
       // Into the output tile (8 lanes of a wavefront write 8 consecutive 16-byte chunks of one
       // swizzled 128-byte row, as in tma.cu; ncu still counts 7% of the wavefronts conflicted),
@@ -227,33 +240,16 @@ __global__ void __launch_bounds__(Cfg::kThreads) pipelined_transpose(Problem p, 
       // consumers go on to the next stage meanwhile.
       if (threadIdx.x == 0) tma_store_wait<0>();
       consumers_sync<Cfg::kConsumers>();
-      CUTE_UNROLL
-      for (int k = 0; k < Cfg::kBlocksPerThread; ++k) {
-        int const q = threadIdx.x + k * Cfg::kConsumers, bm = block_row<Cfg>(q), bn = block_column<Cfg>(q);
-        rotate<V>(rows[k], rotation<V>(bm));  // rows[k][i] is now row i of the block
-        Vec cols[V];
-        transpose_block<T, V>(rows[k], cols);
-        CUTE_UNROLL
-        for (int j = 0; j < V; ++j) *reinterpret_cast<Vec*>(&sOut(bm * V, bn * V + j)) = cols[j];  // output row n
-      }
+      for_each_output_vector([&](int n, int mv, Vec const& v) { *reinterpret_cast<Vec*>(&sOut(mv * V, n)) = v; });
       tma_store_fence();  // the writes, visible to the TMA unit
       consumers_sync<Cfg::kConsumers>();
       if (threadIdx.x == 0) issue_tma_store(tma_out, sOut, p, tile);
     } else {
       Tensor gOut = local_tile(output_vectors<Cfg>(p, tile.at), OutTile{}, make_coord(tile.n, tile.m));  // (BN,CM)
       Tensor cTile = local_tile(cOut, OutTile{}, make_coord(tile.n, tile.m));                           // (BN,CM)
-      CUTE_UNROLL
-      for (int k = 0; k < Cfg::kBlocksPerThread; ++k) {
-        int const q = threadIdx.x + k * Cfg::kConsumers, bm = block_row<Cfg>(q), bn = block_column<Cfg>(q);
-        rotate<V>(rows[k], rotation<V>(bm));  // rows[k][i] is now row i of the block
-        Vec cols[V];
-        transpose_block<T, V>(rows[k], cols);
-        CUTE_UNROLL
-        for (int j = 0; j < V; ++j) {
-          int const n = bn * V + j;
-          if (tile.interior || elem_less(cTile(n, bm), shape(cOut))) gOut(n, bm) = cols[j];
-        }
-      }
+      for_each_output_vector([&](int n, int mv, Vec const& v) {
+        if (tile.interior || elem_less(cTile(n, mv), shape(cOut))) gOut(n, mv) = v;
+      });
     }
   }
   if constexpr (Cfg::kTmaStore) {
