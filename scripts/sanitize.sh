@@ -14,7 +14,7 @@ for tool in memcheck racecheck synccheck initcheck; do
   uncached=()
   [ "$tool" = memcheck ] && uncached=(env PYTORCH_NO_CUDA_MEMORY_CACHING=1)
   # The workload makes its inputs on the CPU, so the only kernels that run are this extension's.
-  "${uncached[@]}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
+  "${uncached[@]}" env SANITIZE_TOOL="$tool" compute-sanitizer --tool "$tool" --error-exitcode 3 \
     python3 scripts/sanitize_cases.py > "$LOG_DIR/$tool.log" 2>&1
   rc=$?
   summary=$(grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$LOG_DIR/$tool.log" | tail -n 1)

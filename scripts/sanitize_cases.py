@@ -3,11 +3,16 @@ and a batched shape (and a TMA-aligned one), and `permute` on cases for each ker
 among, each kernel forced by name, each result checked on the CPU. Inputs are made on the CPU and copied over, so that the only
 kernels that run are this extension's; and the pipelined kernel on shapes that wrap its ring."""
 
+import os
 import sys
 
 import torch
 
 import cute_transpose
+
+# initcheck does not see the writes TMA stores make (docs/PERFORMANCE.md): it would report every
+# output of the kernels that store through TMA as uninitialized, so under it they are left out.
+TMA_STORES = ("tma", "pipelined") if os.environ.get("SANITIZE_TOOL") == "initcheck" else ()
 
 SHAPES = [(37, 70), (3, 45, 100), (2, 48, 72)]  # odd; batched; M * size a multiple of 16 (tma)
 DTYPES = [torch.uint8, torch.bfloat16, torch.float32, torch.float64, torch.complex128]
@@ -44,7 +49,7 @@ def check(run, want, label, refused):
 def main() -> int:
     results = []
     for name in cute_transpose.OPS:
-        if name == "permute":  # takes dims: its cases are below
+        if name == "permute" or name in TMA_STORES:  # permute takes dims: its cases are below
             continue
         for dtype in DTYPES:
             for shape in SHAPES:
@@ -57,7 +62,7 @@ def main() -> int:
         for dtype in DTYPES:
             x = torch.randint(0, 100, shape).to(dtype)
             want = x[..., cut].permute(dims).contiguous()
-            for kernel in ("auto",) + cute_transpose.KERNELS:
+            for kernel in ("auto",) + tuple(k for k in cute_transpose.KERNELS if k not in TMA_STORES):
                 view = x.cuda()[..., cut]  # sliced there
                 run = ((lambda: cute_transpose.permute(view, dims)) if kernel == "auto" else
                        (lambda: torch.ops.cute_transpose._permute_with(view, list(dims), kernel)))
@@ -66,12 +71,15 @@ def main() -> int:
     # The pipelined kernel with many tiles per block, so that every block goes round its ring of
     # stages (racecheck and synccheck watch the stage reuse).
     for dtype, shape in ((torch.float32, (2048, 4096)), (torch.complex128, (2048, 2048))):
+        if "pipelined" in TMA_STORES:
+            break
         x = torch.randint(0, 100, shape).to(dtype)
         results.append(check(lambda: cute_transpose.pipelined(x.cuda()), x.t().contiguous(),
                              f"pipelined ring {dtype} {shape}", "sm_90"))
     checked = [r for r in results if r is not None]
     bad = checked.count(False)
-    print(f"sanitize_cases: {len(checked)} op runs checked, {bad} wrong")
+    left_out = f" ({' and '.join(TMA_STORES)} left out: TMA-store writes are invisible here)" if TMA_STORES else ""
+    print(f"sanitize_cases: {len(checked)} op runs checked, {bad} wrong{left_out}")
     return 1 if bad else 0
 
 
