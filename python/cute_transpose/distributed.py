@@ -109,14 +109,13 @@ class _Exchange(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, x: Tensor, group: Any, rows: list[int], cols: list[int], chunks: int) -> Tensor:
-        ctx.group, ctx.rows, ctx.cols = group, rows, cols
+        ctx.group, ctx.rows, ctx.cols, ctx.even = group, rows, cols, chunks > 0
         return _exchange(x, group, rows, cols, chunks)
 
     @staticmethod
     def backward(ctx: Any, grad: Tensor) -> tuple:
-        even = len(set(ctx.rows)) == 1 and len(set(ctx.cols)) == 1
         rank = dist.get_rank(ctx.group)
-        chunks = default_chunks(ctx.rows[rank], grad.numel() * grad.element_size()) if even else 0
+        chunks = default_chunks(ctx.rows[rank], grad.numel() * grad.element_size()) if ctx.even else 0
         return _exchange(grad, ctx.group, ctx.cols, ctx.rows, chunks), None, None, None, None
 
 
