@@ -1,15 +1,18 @@
 // The Tile kernel's configurations, shared by the chooser (host) and the kernels (device):
 // the tile (BM, BN) in elements and the threads per block, by element size, vector width and
 // tile shape. About 32 KiB of shared memory per block (16 KiB for 1-byte elements with 16-byte
-// vectors, which run 64 threads) and 64-256 bytes in flight per thread.
+// vectors, which run 64 threads; 64 KiB for their large tiles) and 64-256 bytes in flight per
+// thread.
 #pragma once
 
 namespace cute_transpose {
 
 // Square, or twice as tall and half as wide (for matrices with few columns), or the reverse
 // (few rows); or half a square tile: half as wide (Narrow) or half as tall (Short), for sides
-// just over half a tile. The chooser takes the shape (choose.cpp, tile_shape).
-enum class TileShape { Square, Tall, Wide, Narrow, Short };
+// just over half a tile; or, for large full matrices, the Large configuration (large_tile). The
+// chooser takes the shape (choose.cpp, tile_shape): it scores the first five (kTileShapes), and
+// takes Large by its own rule.
+enum class TileShape { Square, Tall, Wide, Narrow, Short, Large };
 constexpr TileShape kTileShapes[] = {TileShape::Square, TileShape::Tall, TileShape::Wide, TileShape::Narrow,
                                      TileShape::Short};
 
@@ -32,6 +35,20 @@ constexpr TileDims square_tile(int element_size, int width) {
   }
 }
 
+// Large: what runs large full matrices faster than the square tile, where something does (16-byte
+// vectors). 1-byte elements: 256 x 256 tiles (64 KiB), whose 256-byte runs on both sides replace
+// the square tile's 128; 32768^2 uint8 ran at 0.971 of clone, square tiles at 0.911. 4-byte
+// elements: the square tile with 512 threads (four vectors each instead of eight, four blocks
+// per SM instead of seven); 32768^2 and 8192^2 float32 ran at 0.969, square tiles at 0.960. On
+// 2- and 8-byte elements neither larger tiles nor other thread counts gained more than 0.003
+// (16-byte ones were not tried), so Large is the square tile there. (The H100,
+// docs/PERFORMANCE.md.)
+constexpr TileDims large_tile(int element_size, int width) {
+  if (width == 16 && element_size == 1) return {256, 256, 256};
+  if (width == 16 && element_size == 4) return {64, 128, 512};
+  return square_tile(element_size, width);
+}
+
 // Whether `threads` can load a (bm, bn) tile in rows of W-byte vectors and store it in V x V
 // blocks (vector_tile.cuh, VecTile's static_asserts).
 constexpr bool tile_threads_fit(int element_size, int width, int bm, int bn, int threads) {
@@ -47,6 +64,7 @@ constexpr TileDims tile_dims(int element_size, int width, TileShape shape) {
     case TileShape::Wide: t = {s.bm / 2, 2 * s.bn, s.threads}; break;
     case TileShape::Narrow: t = {s.bm, s.bn / 2, s.threads}; break;
     case TileShape::Short: t = {s.bm / 2, s.bn, s.threads}; break;
+    case TileShape::Large: t = large_tile(element_size, width); break;
     default: break;
   }
   // Half tiles of 1-byte elements in 16-byte vectors have too few vectors for 64 threads.

@@ -16,7 +16,7 @@ import cute_transpose
 from conftest import ONE_PER_SIZE, assert_bits_equal, dtype_id, needs_cuda, random_tensor
 
 KERNELS = cute_transpose.KERNELS
-TILE_SHAPES = ("square", "tall", "wide", "narrow", "short")  # _permute_with(x, dims, "tile/<shape>")
+TILE_SHAPES = ("square", "tall", "wide", "narrow", "short", "large")  # _permute_with(x, dims, "tile/<shape>")
 
 
 def reference(x, dims):
@@ -139,6 +139,20 @@ def test_tile_shape_weighs_fill_and_output_runs(shape, dims, tile):
     x = torch.empty(shape, device="meta")
     config = json.loads(torch.ops.cute_transpose._explain(x, list(dims), 90, "tile"))["config"]
     assert f" {tile} tile" in config, config
+
+
+@pytest.mark.parametrize("shape, dtype, tile", [
+    ((32768, 32768), torch.uint8, "256x256 large"),      # 1 GiB: 0.97 of clone, square tiles 0.91
+    ((8192, 8192), torch.uint8, "128x128 square"),       # 64 MiB: no faster in large tiles
+    ((262144, 1152), torch.uint8, "128x128 square"),     # 288 MiB, but 256-wide tiles 90% full
+    ((8192, 8192), torch.float32, "64x128 large tile, 512 threads"),  # 256 MiB
+    ((4096, 4096), torch.float32, "64x128 square tile, 256 threads"),
+    ((32768, 32768), torch.bfloat16, "128x128 square"),  # no large configuration for 2-byte elements
+])
+def test_large_full_matrices_take_the_large_configuration(shape, dtype, tile):
+    x = torch.empty(shape, dtype=dtype, device="meta")
+    config = json.loads(torch.ops.cute_transpose._explain(x, [1, 0], 90, "tile"))["config"]
+    assert config.startswith(tile), config
 
 
 def test_tile_needs_tiles_more_than_a_quarter_full():

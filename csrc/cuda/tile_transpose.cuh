@@ -17,8 +17,8 @@ __global__ void __launch_bounds__(Cfg::kThreads) tile_transpose(Problem p) {
   using Vec = typename Cfg::Vec;
   using OutTile = Shape<Int<Cfg::BN>, Int<Cfg::CM>>;  // output tile, in vectors along m
   Tensor cOut = make_identity_tensor(make_shape(p.cols, p.rows / Cfg::V));              // (N,M/V)
-  Tensor sTile = make_tensor(make_smem_ptr(shared_tile<Vec, Cfg::BM * Cfg::CN, 128>()),  // (BM,CN)
-                             typename Cfg::Smem{});
+  extern __shared__ __align__(128) unsigned char tile_smem[];  // kSmemBytes, launch_tile_config
+  Tensor sTile = make_tensor(make_smem_ptr(reinterpret_cast<Vec*>(tile_smem)), typename Cfg::Smem{});  // (BM,CN)
   // With kPrefetch, phase 1 stages this thread's vectors in registers.
   Tensor tIn_s = local_partition(sTile, typename Cfg::LoadThreads{}, threadIdx.x);     // (BM/(T/CN),1)
   Tensor rIn = make_tensor<Vec>(shape(tIn_s));                                         // (BM/(T/CN),1)
@@ -55,17 +55,26 @@ using TileConfig = VecTile<T, W, tile_dims(sizeof(T), W, S).bm, tile_dims(sizeof
                            tile_dims(sizeof(T), W, S).threads>;
 
 // One tile per block, or a persistent grid with prefetch below kPersistentBelowWaves waves
-// (tile_config.h).
+// (tile_config.h). The tile lives in dynamic shared memory, since Large tiles of 1-byte elements
+// take 64 KiB, over the 48 KiB that static shared memory allows.
 template <class T, int W, TileShape S>
 cudaError_t launch_tile_config(Problem const& p, cudaStream_t stream) {
   using Cfg = TileConfig<T, W, S>;
+  constexpr int kSmemBytes = Cfg::BM * Cfg::CN * int(sizeof(typename Cfg::Vec));
+  auto const one_tile = tile_transpose<Cfg, false>, persistent = tile_transpose<Cfg, true>;
+  if constexpr (kSmemBytes > 48 * 1024) {  // the opt-in, per device
+    for (auto kernel : {one_tile, persistent})
+      if (cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
+          err != cudaSuccess)
+        return err;
+  }
   TileWalk const walk(p, Cfg::BM, Cfg::BN);
-  static int const per_sm = blocks_per_sm(tile_transpose<Cfg, true>, Cfg::kThreads);  // asked once
+  static int const per_sm = blocks_per_sm(persistent, Cfg::kThreads, kSmemBytes);  // asked once
   dim3 const resident = persistent_grid(per_sm, walk.count);
   if (walk.count >= kPersistentBelowWaves * int64_t(resident.x)) {
-    tile_transpose<Cfg, false><<<walk.grid(), Cfg::kThreads, 0, stream>>>(p);
+    one_tile<<<walk.grid(), Cfg::kThreads, kSmemBytes, stream>>>(p);
   } else {
-    tile_transpose<Cfg, true><<<resident, Cfg::kThreads, 0, stream>>>(p);
+    persistent<<<resident, Cfg::kThreads, kSmemBytes, stream>>>(p);
   }
   return cudaGetLastError();
 }
@@ -81,6 +90,7 @@ cudaError_t launch_tile_for(Problem const& p, int width, TileShape shape, cudaSt
       case TileShape::Wide: return launch_tile_config<T, W, TileShape::Wide>(p, stream);
       case TileShape::Narrow: return launch_tile_config<T, W, TileShape::Narrow>(p, stream);
       case TileShape::Short: return launch_tile_config<T, W, TileShape::Short>(p, stream);
+      case TileShape::Large: return launch_tile_config<T, W, TileShape::Large>(p, stream);
       default: return launch_tile_config<T, W, TileShape::Square>(p, stream);
     }
   };
