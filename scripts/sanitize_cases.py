@@ -76,6 +76,13 @@ def main() -> int:
         x = torch.randint(0, 100, shape).to(dtype)
         results.append(check(lambda: cute_transpose.pipelined(x.cuda()), x.t().contiguous(),
                              f"pipelined ring {dtype} {shape}", "sm_90"))
+    # The tile kernel's large configuration (chosen for 256 MiB and up: 64 KiB tiles of 1-byte
+    # elements, 512 threads for 4-byte ones), forced on small shapes with edge tiles.
+    for dtype, shape in ((torch.uint8, (300, 600)), (torch.float32, (2, 130, 200))):
+        x = torch.randint(0, 100, shape).to(dtype)
+        dims = [*range(len(shape) - 2), len(shape) - 1, len(shape) - 2]
+        results.append(check(lambda: torch.ops.cute_transpose._permute_with(x.cuda(), dims, "tile/large"),
+                             x.transpose(-2, -1).contiguous(), f"permute[tile/large] {dtype} {shape}", "cannot run"))
     checked = [r for r in results if r is not None]
     bad = checked.count(False)
     left_out = f" ({' and '.join(TMA_STORES)} left out: TMA-store writes are invisible here)" if TMA_STORES else ""
