@@ -82,16 +82,19 @@ double tile_shape_score(Problem const& p, int W, TileShape s) {
 // on the random grids above, this exception changes the pick's share of the best by < 0.001.
 constexpr double kSquareFullFill = 0.99;
 // ... and become Large (tile_config.h, large_tile) where that differs from square, is as full,
-// and the work is at least kLargeTileBytes: on the H100, 32768^2 uint8 ran at 0.971 of clone in
-// Large tiles and 0.911 in square ones, 8192^2 uint8 (64 MiB) at 0.929 and 0.933; 8192^2 float32
-// (256 MiB) at 0.969 and 0.960, 4096^2 float32 at 0.968 in both.
-constexpr double kLargeTileBytes = 256.0 * 1024 * 1024;
+// and makes at least kLargeTiles tiles (256 MiB of 1-byte elements, 128 MiB of 4-byte ones).
+// On the H100 (do_bench beside clone, large / square): uint8 32768^2 0.970 / 0.911, 16384^2
+// 0.955 / 0.921, 4 x 8192^2 0.966 / 0.940, but 8192^2 (1024 tiles) 0.931 / 0.941 and 16384 x
+// 4096 0.918 / 0.934; float32 on 16 shapes of 128 MiB to 4 GiB (the TTC suite's 200 MiB
+// transposes among them), large ahead on 15 by 0.003-0.022 (6144^2: 0.964 / 0.967), but 4096^2
+// (2048 tiles) 0.938 / 0.949.
+constexpr int64_t kLargeTiles = 4096;
 bool large_tile_pays(Problem const& p, int W) {
   TileDims const large = tile_dims(p.element_size, W, TileShape::Large),
                  square = tile_dims(p.element_size, W, TileShape::Square);
   if (large.bm == square.bm && large.bn == square.bn && large.threads == square.threads) return false;
-  double const bytes = double(p.rows) * double(p.cols) * double(p.batch.count) * p.element_size;
-  return tile_fill(p.rows, p.cols, large) >= kSquareFullFill && bytes >= kLargeTileBytes;
+  int64_t const tiles = (p.rows + large.bm - 1) / large.bm * ((p.cols + large.bn - 1) / large.bn) * p.batch.count;
+  return tile_fill(p.rows, p.cols, large) >= kSquareFullFill && tiles >= kLargeTiles;
 }
 TileShape tile_shape(Problem const& p, int W) {
   TileShape best = TileShape::Square;

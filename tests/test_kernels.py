@@ -143,10 +143,13 @@ def test_tile_shape_weighs_fill_and_output_runs(shape, dims, tile):
 
 @pytest.mark.parametrize("shape, dtype, tile", [
     ((32768, 32768), torch.uint8, "256x256 large"),      # 1 GiB: 0.97 of clone, square tiles 0.91
-    ((8192, 8192), torch.uint8, "128x128 square"),       # 64 MiB: no faster in large tiles
-    ((262144, 1152), torch.uint8, "128x128 square"),     # 288 MiB, but 256-wide tiles 90% full
-    ((8192, 8192), torch.float32, "64x128 large tile, 512 threads"),  # 256 MiB
-    ((4096, 4096), torch.float32, "64x128 square tile, 256 threads"),
+    ((16384, 16384), torch.uint8, "256x256 large"),      # 4096 large tiles
+    ((8192, 8192), torch.uint8, "128x128 square"),       # 1024 large tiles: no faster in them
+    ((262144, 1152), torch.uint8, "128x128 square"),     # 4608 large tiles, but 90% full
+    ((8192, 8192), torch.float32, "64x128 large tile, 512 threads"),
+    ((8192, 4096), torch.float32, "64x128 large tile, 512 threads"),  # 128 MiB: 4096 tiles
+    ((7264, 7264), torch.float32, "64x128 large tile, 512 threads"),  # the TTC suite's 2-D: 99.1% full
+    ((4096, 4096), torch.float32, "64x128 square tile, 256 threads"),  # 2048 tiles
     ((32768, 32768), torch.bfloat16, "128x128 square"),  # no large configuration for 2-byte elements
 ])
 def test_large_full_matrices_take_the_large_configuration(shape, dtype, tile):
