@@ -74,7 +74,9 @@ def test_default_chunks_divide_the_rows():
     from cute_transpose.distributed import default_chunks
 
     assert default_chunks(1000, 1 << 20) == 1
-    assert default_chunks(4096, 4 << 30) == 8
-    assert default_chunks(4095, 4 << 30) == 7
+    assert default_chunks(4096, 4 << 30) == 4  # slices of 1 GiB
+    assert default_chunks(4096, 8 << 30) == 8
+    assert default_chunks(4095, 8 << 30) == 7
+    assert default_chunks(4096, 64 << 30) == 8  # at most 8
     for rows in range(1, 40):
         assert rows % default_chunks(rows, 8 << 30) == 0

@@ -36,9 +36,11 @@ from torch import Tensor
 from ._ops import permute as _permute
 from ._ops import transpose as _transpose
 
-# Slicing pays once a rank's block is large enough that one slice's all-to-all outlasts its
-# transposes' launch costs; below this many bytes per rank, one slice.
-_SLICE_ABOVE_BYTES = 256 << 20
+# Slices of about this many bytes of a rank's block: on 2 x H200 over NVLink (bench/distributed.py,
+# docs/PERFORMANCE.md) slices of 1 GiB ran best or within 0.01 of the best slice count from 1 to
+# 16 GiB matrices (2 slices at 4 GiB: 0.60 of a bare all-to-all's bandwidth, 8 slices 0.55; 8
+# at 16 GiB: 0.70, 1 slice 0.62); below it, one slice.
+_SLICE_ABOVE_BYTES = 1 << 30
 _MAX_SLICES = 8
 
 
