@@ -85,8 +85,11 @@ def rank_main(rank: int, world: int, args: argparse.Namespace, port: int) -> Non
     else:
         device = torch.device("cuda", rank)
         torch.cuda.set_device(device)
+        options = None
+        if args.high_priority:  # NCCL's streams at high priority: its kernels get SMs before ours
+            options = dist.ProcessGroupNCCL.Options(is_high_priority_stream=True)
         dist.init_process_group("nccl", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=300),
-                                device_id=device)
+                                device_id=device, pg_options=options)
     from torch.distributed.device_mesh import init_device_mesh
     from torch.distributed.tensor import DTensor, Shard
 
@@ -221,6 +224,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--world", type=int, default=0, help="GPUs (default: all)")
     parser.add_argument("--cpu", type=int, default=0, metavar="P", help="run on P CPU processes over gloo")
+    parser.add_argument("--high-priority", action="store_true",
+                        help="create the NCCL process group with high-priority streams")
     args = parser.parse_args()
     world = args.cpu or args.world or torch.cuda.device_count()
     if world < 2:
