@@ -52,6 +52,9 @@ from bench.harness import (Progress, Result, do_bench_timer, ext, host_loop_time
 from bench.report import Section, render_markdown, write_outputs  # noqa: E402
 from bench.sweep_cases import sweep_cells  # noqa: E402
 
+# Sweep cells whose fastest op takes less than this many ms are timed in more rounds
+# (--sweep-short-rounds).
+SHORT_CELL_MS = 0.02
 MATRIX_DTYPES = ("float32", "bfloat16", "float16", "float64", "uint8", "complex128")
 
 
@@ -91,6 +94,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--sweep-rounds", type=int, default=2,
                    help="sweep: time every op of a cell this many times, in turn, and keep each "
                         "op's fastest [2]")
+    p.add_argument("--sweep-short-rounds", type=int, default=6,
+                   help="sweep: rounds for cells whose fastest op takes under 20 us [6]")
     p.add_argument("--tiny-calls", type=int, help="calls per loop in the 256x256 host-overhead "
                    "measurement [default: 2000, 200 in the CPU demo]")
     p.add_argument("--dry-run", action="store_true",
@@ -162,9 +167,11 @@ def sweep_section(args: argparse.Namespace, compiles: ops.DynamicCompiles) -> Se
     timing = CPU_TIMING if args.dry_run else (
         do_bench_text(args.sweep_warmup, args.sweep_rep)
         + " (shorter than the other sections, to fit the sweep in minutes), "
-        f"in {args.sweep_rounds} rounds: every op of a cell timed in turn, {args.sweep_rounds} times, "
-        "keeping each op's fastest median (a one-off stall of the machine then costs a round, not "
-        "the cell). "
+        f"in {args.sweep_rounds} rounds: every op of a cell timed in turn, {args.sweep_rounds} times "
+        "(in reverse order every other round), keeping each op's fastest median (a one-off stall "
+        "of the machine then costs a round, not the cell); cells whose fastest op takes under "
+        f"{SHORT_CELL_MS * 1000:.0f} us in {max(args.sweep_rounds, args.sweep_short_rounds)} rounds "
+        "(a few-microsecond kernel's median moves by several percent between do_bench calls). "
         "torch.compile ran with **dynamic shapes** (dynamic=True): compiled once per rank, "
         "permutation, dtype and view and reused across sizes (the matrix and permutation "
         "sections compile with static shapes).")
@@ -262,8 +269,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     progress = Progress(sum(len(s.cells) for s in sections.values()))  # one bar over all
     tiny: list[Result] = []
     for key, s in sections.items():
+        sweep = key == "sweep" and not args.dry_run
         s.results = run_cells(s.cells, s.specs, section_timer(key, args), device, progress,
-                              rounds=args.sweep_rounds if key == "sweep" else 1)
+                              rounds=args.sweep_rounds if key == "sweep" else 1,
+                              short=(SHORT_CELL_MS, args.sweep_short_rounds) if sweep else None)
         if key == "matrix" and s.cells:
             tiny = run_tiny(device, args.tiny_calls)
         if key == "sweep":

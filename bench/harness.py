@@ -310,11 +310,15 @@ def add_metrics(results: list[Result], nbytes: int) -> None:
 
 
 def run_cell(cell: Cell, specs: Sequence[OpSpec], timer: Timer, device: torch.device,
-             explain: Explain = explain_cell, rounds: int = 1) -> list[Result]:
+             explain: Explain = explain_cell, rounds: int = 1,
+             short: Optional[tuple[float, int]] = None) -> list[Result]:
     """Every op that applies to the cell, on one fresh random input. `explain(x, dims)` is
     recorded with the rows of the ops marked `explained`. With `rounds` > 1 the ops are timed
-    that many times, in turn (every op once, then every op again), and each keeps its fastest
-    time: a one-off stall of the machine then costs a round, not the cell."""
+    that many times, in turn (every op once, then every op again, in reverse order every other
+    round), and each keeps its fastest time: a one-off stall of the machine then costs a round,
+    not the cell. With `short` = (ms, n), a cell whose fastest op took under `ms` in the first
+    round is timed in at least `n` rounds: a few-microsecond kernel's median moves by several
+    percent from one do_bench call to the next, more than the differences being measured."""
     specs = [s for s in specs if s.applies(cell)]
     if not bytes_fit(footprint_bytes(cell), device):
         return [Result(cell, s.name, "skipped: too large") for s in specs]
@@ -324,8 +328,10 @@ def run_cell(cell: Cell, specs: Sequence[OpSpec], timer: Timer, device: torch.de
     source = x if x.is_contiguous() else x.contiguous()  # the copy ops' input
     timed: list = []
     results = [run_op(s, cell, x, source, timer, device, explain, timed) for s in specs]
-    for _ in range(rounds - 1):
-        for result, time_again in timed:
+    if short and timed and min(result.ms for result, _ in timed) < short[0]:
+        rounds = max(rounds, short[1])
+    for again in range(1, rounds):
+        for result, time_again in (timed[::-1] if again % 2 else timed):
             result.ms = min(result.ms, time_again())
     del x, source
     release_memory(device, collect=any(r.status == "error" for r in results))
@@ -364,11 +370,12 @@ class Progress:
 
 
 def run_cells(cells: Sequence[Cell], specs: Sequence[OpSpec], timer: Timer,
-              device: torch.device, progress: Progress, rounds: int = 1) -> list[Result]:
+              device: torch.device, progress: Progress, rounds: int = 1,
+              short: Optional[tuple[float, int]] = None) -> list[Result]:
     """run_cell for every cell, under the progress bar."""
     results: list[Result] = []
     for cell in cells:
         progress.start(f"{cell.section}: {cell.name} {shape_text(cell.shape)} {cell.dtype}")
-        results += run_cell(cell, specs, timer, device, rounds=rounds)
+        results += run_cell(cell, specs, timer, device, rounds=rounds, short=short)
         progress.done()
     return results

@@ -158,7 +158,7 @@ def test_run_cell_times_in_rounds_and_keeps_each_ops_fastest():
     cell = Cell("t", "", (5, 7), (1, 0), "float32")
     good = OpSpec("good", "permute", lambda c: lambda x: x.permute(c.dims).contiguous(), "")
     clone = OpSpec("clone", "copy", lambda c: lambda x: x.clone(), "")
-    times = iter([2.0, 9.0, 1.0, 3.0, 4.0, 0.5])  # clone, good, then again in turn, then again
+    times = iter([2.0, 9.0, 1.0, 3.0, 4.0, 0.5])  # clone, good; good, clone (reversed); clone, good
     calls = []
 
     def timer(fn):
@@ -166,8 +166,29 @@ def test_run_cell_times_in_rounds_and_keeps_each_ops_fastest():
         return next(times)
     rows = {r.op: r for r in run_cell(cell, [clone, good], timer, torch.device("cpu"),
                                       explain=lambda x, d: None, rounds=3)}
-    assert len(calls) == 6 and rows["clone"].ms == 1.0 and rows["good"].ms == 0.5
-    assert rows["good"].ratio == pytest.approx(2.0)
+    assert len(calls) == 6 and rows["clone"].ms == 2.0 and rows["good"].ms == 0.5
+    assert rows["good"].ratio == pytest.approx(4.0)
+
+
+def test_short_cells_take_more_rounds_in_alternating_order(monkeypatch):
+    import bench.harness
+    monkeypatch.setattr(bench.harness, "same_bits", lambda out, expected: True)
+    cell = Cell("t", "", (5, 7), (1, 0), "float32")
+    specs = [OpSpec(name, "copy", (lambda n: lambda c: lambda x: n)(name), "") for name in ("a", "b")]
+    order = []
+
+    def timer_of(ms):
+        def timer(fn):
+            order.append(fn())  # each op returns its name
+            return ms
+        return timer
+    run_cell(cell, specs, timer_of(0.01), torch.device("cpu"), explain=lambda x, d: None,
+             rounds=2, short=(0.02, 4))
+    assert order == ["a", "b", "b", "a", "a", "b", "b", "a"]  # 4 rounds, every other reversed
+    order.clear()
+    run_cell(cell, specs, timer_of(0.05), torch.device("cpu"), explain=lambda x, d: None,
+             rounds=2, short=(0.02, 4))
+    assert order == ["a", "b", "b", "a"]  # not short: the 2 rounds asked for
 
 
 # ----------------------------------------------------------------------------------------------
