@@ -11,8 +11,9 @@ namespace cute_transpose {
 
 // kPrefetch: a persistent block loads its next tile while it writes out the current one. That
 // costs registers (occupancy), so it pays only when there are few tiles per resident block.
+// The kernels below run this body.
 template <class Cfg, bool kPrefetch>
-__global__ void __launch_bounds__(Cfg::kThreads) tile_transpose(Problem p) {
+CUTE_DEVICE void tile_transpose_body(Problem const& p) {
   using namespace cute;
   using Vec = typename Cfg::Vec;
   using OutTile = Shape<Int<Cfg::BN>, Int<Cfg::CM>>;  // output tile, in vectors along m
@@ -50,6 +51,33 @@ __global__ void __launch_bounds__(Cfg::kThreads) tile_transpose(Problem p) {
   }
 }
 
+template <class Cfg, bool kPrefetch>
+__global__ void __launch_bounds__(Cfg::kThreads) tile_transpose(Problem p) {
+  tile_transpose_body<Cfg, kPrefetch>(p);
+}
+
+// The one-tile kernel, capped at 64 registers a thread (four blocks of 256 threads per SM), for
+// vectors of one or two elements under 16 bytes. There a thread stores 16-64 V x V blocks, each
+// at its own 64-bit address, and left to itself the compiler kept them all live: 128-255
+// registers, one or two blocks per SM (Nsight Compute, float32 rows not 16-byte aligned: 232
+// registers, 12% occupancy, 34% of DRAM bandwidth). Capped, with no spills, on the H100 (ratio
+// to clone): float32 8192^2 one element into its storage 0.67 -> 0.93, bfloat16 0.58 -> 0.89,
+// float64 8191^2 0.77 -> 0.82, a rank-5 float32 slice 0.45 -> 0.82; on the tuning grids' shapes
+// of these widths (`bench/tune.py --retime ... --remeasure tile`) geomean x1.31 on 4-byte
+// elements, x1.05 on 1-byte ones, x1.00 on 2- and 8-byte ones. Not capped: 16-byte elements
+// (capped, x0.94 on their tuning shapes), the prefetching variant (capped, it spilled), 16-element
+// vectors (uint8, 210-225 registers; capped at 128, large matrices lost 0.01-0.04), and every
+// other configuration: even a minimum of one block per SM, which should change nothing, let the
+// compiler take 114 registers instead of 64 for float32 in 16-byte vectors, and the tile kernel
+// ran at 0.65-0.95 of its speed across the sweep.
+template <class Cfg>
+constexpr bool tile_capped = Cfg::V <= 2 && sizeof(typename Cfg::T) < 16;
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1024 / Cfg::kThreads) tile_transpose_capped(Problem p) {
+  tile_transpose_body<Cfg, false>(p);
+}
+
 template <class T, int W, TileShape S>
 using TileConfig = VecTile<T, W, tile_dims(sizeof(T), W, S).bm, tile_dims(sizeof(T), W, S).bn,
                            tile_dims(sizeof(T), W, S).threads>;
@@ -61,7 +89,11 @@ template <class T, int W, TileShape S>
 cudaError_t launch_tile_config(Problem const& p, cudaStream_t stream) {
   using Cfg = TileConfig<T, W, S>;
   constexpr int kSmemBytes = Cfg::BM * Cfg::CN * int(sizeof(typename Cfg::Vec));
-  auto const one_tile = tile_transpose<Cfg, false>, persistent = tile_transpose<Cfg, true>;
+  auto const persistent = tile_transpose<Cfg, true>;
+  auto const one_tile = [] {
+    if constexpr (tile_capped<Cfg>) return tile_transpose_capped<Cfg>;
+    else return tile_transpose<Cfg, false>;
+  }();
   if constexpr (kSmemBytes > 48 * 1024) {  // the opt-in, per device
     for (auto kernel : {one_tile, persistent})
       if (cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes);
