@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(Cfg::kThreads) tile_transpose(Problem p) {
 // vectors (uint8, 210-225 registers; capped at 128, large matrices lost 0.01-0.04), and every
 // other configuration: even a minimum of one block per SM, which should change nothing, let the
 // compiler take 114 registers instead of 64 for float32 in 16-byte vectors, and the tile kernel
-// ran at 0.65-0.95 of its speed across the sweep.
+// ran at 0.65-0.97 of its speed across the sweep (geomeans by configuration).
 template <class Cfg>
 constexpr bool tile_capped = Cfg::V <= 2 && sizeof(typename Cfg::T) < 16;
 
