@@ -95,7 +95,8 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                    help="sweep: time every op of a cell this many times, in turn, and keep each "
                         "op's fastest [2]")
     p.add_argument("--sweep-short-rounds", type=int, default=6,
-                   help="sweep: rounds for cells whose fastest op takes under 20 us [6]")
+                   help=f"sweep: rounds for cells whose fastest op takes under "
+                        f"{SHORT_CELL_MS * 1000:.0f} us [6]")
     p.add_argument("--tiny-calls", type=int, help="calls per loop in the 256x256 host-overhead "
                    "measurement [default: 2000, 200 in the CPU demo]")
     p.add_argument("--dry-run", action="store_true",
