@@ -75,6 +75,7 @@ class Chooser:
     classify: Callable[[Cell], str]
     source: str
     offers: Callable[[Cell, str], bool] = lambda cell, kernel: True
+    config: Callable[[Cell, str], str] = lambda cell, kernel: ""  # a named kernel's configuration
 
 
 def cuda_arch() -> int:
@@ -102,10 +103,16 @@ def real_chooser() -> Optional[Chooser]:
             return bool(json.loads(explain(cell, kernel))["offered"])
         except RuntimeError:  # the kernel cannot run the cell
             return False
+
+    def config(cell: Cell, kernel: str) -> str:
+        try:
+            return json.loads(explain(cell, kernel))["config"]
+        except RuntimeError:
+            return ""
     return Chooser(tuple(ct.KERNELS),
                    lambda x, dims, k: torch.ops.cute_transpose._permute_with(x, list(dims), k),
                    lambda x, dims: dict(ct.explain(x, list(dims))),
-                   lambda cell: json.loads(explain(cell, ""))["class"], "cute_transpose", offers)
+                   lambda cell: json.loads(explain(cell, ""))["class"], "cute_transpose", offers, config)
 
 
 def fake_class(x: torch.Tensor, dims: Dims) -> str:
@@ -135,7 +142,7 @@ def fake_chooser() -> Chooser:
                    lambda x, dims: {"class": fake_class(x, dims), "kernel": "ours",
                                     "config": "", "reason": "fake chooser"},
                    lambda cell: fake_class(meta_input(cell.shape, cell.dtype, cell.view), cell.dims),
-                   "fake")
+                   "fake", config=lambda cell, kernel: f"{cell.shape[0]} rows")
 
 
 def probe(chooser: Chooser, device: torch.device) -> Optional[str]:
@@ -265,13 +272,16 @@ def saved_cell(cell: tuple) -> Cell:
     return Cell("tune", case, shape, dims, dtype, View.parse(view), case)
 
 
-def changed(results: list, kernel: str, where: str, saved: Optional[list] = None) -> dict:
+def changed(results: list, kernel: str, where: str, saved: Optional[list] = None,
+            config: str = "", config_of: Callable[[tuple, str], str] = lambda cell, kernel: "") -> dict:
     """{cell: {kernel}} for every shape `kernel` ran, in the classes matching `where`; with the
-    `saved` results, only the shapes whose class differs there."""
+    `saved` results, only the shapes whose class differs there; with `config`, only the shapes
+    where the kernel's configuration (config_of, this build's) matches it."""
     before = {cell: class_key(row) for cell, row in by_cell(saved).items()} if saved is not None else {}
     return {cell: {kernel} for cell, row in by_cell(results).items()
             if kernel in row and row[kernel].status == "ok" and re.search(where, class_key(row) or "")
-            and (saved is None or before.get(cell) != class_key(row))}
+            and (saved is None or before.get(cell) != class_key(row))
+            and (not config or re.search(config, config_of(cell, kernel)))}
 
 
 def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torch.device) -> int:
@@ -282,8 +292,9 @@ def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torc
         saved = json.loads(path.read_text())
         as_saved = saved_results(saved)
         results = reclassified(as_saved, chooser)
-        found = (changed(results, args.remeasure, args.where, as_saved if args.moved else None) if args.remeasure
-                 else suspects(results, chooser.kernels))
+        found = (changed(results, args.remeasure, args.where, as_saved if args.moved else None, args.config,
+                         lambda cell, kernel: chooser.config(saved_cell(cell), kernel))
+                 if args.remeasure else suspects(results, chooser.kernels))
         again = retime({saved_cell(c): ks for c, ks in found.items()}, chooser, timer, device)
         faster = 0
         for row in saved["rows"]:
@@ -298,6 +309,7 @@ def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torc
         if args.remeasure:
             note = (f"{args.remeasure} timed again after a change to it on its {len(again)} shapes"
                     + (f" of the classes matching `{args.where}`" if args.where else "")
+                    + (f" where its configuration matches `{args.config}`" if args.config else "")
                     + (" that this build puts in another class" if args.moved else ""))
             saved["meta"]["retimed"] = "; ".join(filter(None, (saved["meta"].get("retimed"), note)))
         else:
@@ -357,6 +369,10 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         "timing the suspects again")
     p.add_argument("--where", default="", metavar="REGEX",
                    help="with --remeasure: only the shapes whose class (this build's) matches REGEX")
+    p.add_argument("--config", default="", metavar="REGEX",
+                   help="with --remeasure: only the shapes where this build's configuration of the "
+                        "kernel (explain's config) matches REGEX (a change that reaches some of a "
+                        "class's shapes, such as a new tile walk)")
     p.add_argument("--moved", action="store_true",
                    help="with --remeasure: only the shapes whose class this build changed (a kernel "
                         "change that also moved its shapes between classes)")

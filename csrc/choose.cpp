@@ -96,14 +96,62 @@ bool large_tile_pays(Problem const& p, int W) {
   int64_t const tiles = (p.rows + large.bm - 1) / large.bm * ((p.cols + large.bn - 1) / large.bn) * p.batch.count;
   return tile_fill(p.rows, p.cols, large) >= kSquareFullFill && tiles >= kLargeTiles;
 }
+
+// Whether the runs a tile moves along one side's rows start and end inside 32-byte sectors: the
+// row pitch (or the base) is not a whole number of sectors. A sector that two tiles share is
+// finished by the second; until then it sits half written in L2.
+constexpr int64_t kSectorBytes = 32;
+bool output_splits_sectors(Problem const& p) {
+  return (p.cols > 1 && !divisible(p.out_col_stride * p.element_size, kSectorBytes)) || !aligned(p.dst, kSectorBytes);
+}
+bool input_splits_sectors(Problem const& p) {
+  return (p.rows > 1 && !divisible(p.row_stride * p.element_size, kSectorBytes)) || !aligned(p.src, kSectorBytes);
+}
+
+// Column tiles (256 elements down m, one element per access, tile_config.h) for 4-byte elements
+// whose output rows split sectors: each tile writes 1 KiB runs, four times the square tile's.
+// On the H100 (ratio to clone, column vs the best other shape, both walks as below): float32
+// 9973 x 10007 0.860 vs 0.834, 8193 x 8192 0.910 vs 0.902, 1000003 x 61 0.815 vs 0.629, a rank-5
+// slice (13, 21, 37, 31, 365) permuted (0, 1, 4, 2, 3) 0.923 vs 0.834, 64 x 1021 x 1019 0.823 vs
+// 0.805. Not where only the input splits sectors (8192 x 8193: 0.911 vs 0.934), nor for other
+// element sizes (uint8 16381 x 16411 0.43 vs 0.57, float64 8191^2 0.90 vs 0.92, complex128
+// 3001 x 2999 0.92 vs 0.96; for bfloat16 it is the tall tile).
+bool column_tile_fits(Problem const& p, int W) {
+  return W == 4 && p.element_size == 4 && output_splits_sectors(p);
+}
+
 TileShape tile_shape(Problem const& p, int W) {
   TileShape best = TileShape::Square;
+  if (column_tile_fits(p, W)) {
+    for (TileShape s : kTileShapes)
+      if (tile_shape_score(p, W, s) > tile_shape_score(p, W, best)) best = s;
+    return tile_shape_score(p, W, TileShape::Column) > tile_shape_score(p, W, best) ? TileShape::Column : best;
+  }
   if (tile_fill(p.rows, p.cols, tile_dims(p.element_size, W, best)) >= kSquareFullFill)
     return large_tile_pays(p, W) ? TileShape::Large : best;
   for (TileShape s : kTileShapes)
     if (tile_shape_score(p, W, s) > tile_shape_score(p, W, best)) best = s;
   return best;
 }
+
+// The walk over a tile kernel's tiles (Problem::m_first): m-tiles fastest where the output's
+// runs split sectors, so that the tile that finishes a shared sector runs next to the one that
+// began it, unless the input's runs split sectors too and its neighbouring tiles would then lie
+// further apart (tiles_m > tiles_n). On the H100 (ratio to clone, n-first -> m-first, the tile
+// kernel): float32 8193 x 8192 0.816 -> 0.910 (column tiles), 9973 x 10007 0.758 -> 0.860,
+// float64 8191^2 0.849 -> 0.923 (narrow), bfloat16 9973 x 10007 0.611 -> 0.730, uint8 16381 x
+// 16411 0.477 -> 0.570 (tall), complex128 3001 x 2999 0.934 -> 0.951. Where the output's runs
+// are whole sectors m-first gains nothing (float32 8192 x 8193 0.917 -> 0.909; aligned 8192^2:
+// float32 0.961 -> 0.960, bfloat16 0.964 -> 0.957), and where the input's neighbours would lie
+// far apart it loses (float32 1000003 x 61, two tiles across n: 0.815 -> 0.682).
+bool walk_m_first(Problem const& p, TileDims t) {
+  if (!output_splits_sectors(p)) return false;
+  int64_t const tiles_m = (p.rows + t.bm - 1) / t.bm, tiles_n = (p.cols + t.bn - 1) / t.bn;
+  return !input_splits_sectors(p) || tiles_n >= tiles_m;
+}
+
+// The seed ladder's tile (SeedTile, cuda/tiling.cuh): 64 rows of one 128-byte line.
+TileDims seed_tile(int element_size) { return {64, std::max(1, 128 / element_size), 256}; }
 
 // Rows: the copy route's rows move in W-byte vectors: contiguous rows of whole vectors, aligned.
 // The output is the contiguous (batch..., M, N) tensor.
@@ -457,15 +505,18 @@ bool small_work(Plan const& plan) { return plan.elements < kSmallWork; }
 // ran such shapes at 1.15-1.2 of clone where the tile kernel ran 0.7, in a class whose other
 // shapes ran ATen's copy at 0.4. Whether TMA can run a shape is left out: on the H100 run,
 // leave-one-out with a TMA flag in the key picked 0.874 of the best kernel, without it 0.895
-// (the flag halved classes whose shapes wanted the same kernel). ".s" marks small work (under
+// (the flag halved classes whose shapes wanted the same kernel); nor whether one element per
+// access goes into output rows that split 32-byte sectors (output_splits_sectors): with that
+// flag, leave-one-out picked 0.936 of the best kernel, without it 0.940, and its classes still
+// ranked `padded` ahead of the tile kernel's column tiles. ".s" marks small work (under
 // kSmallWork elements), which never reaches the table.
 struct Class {
   bool copy;
   int element_size, out_bucket, in_bucket, width, fill;
-  int interleave;  // 0: cannot run; else its width (16: vectors)
-  bool gaps;       // interleave's pixels lie further apart than C
-  bool broadcast;  // some dim of size > 1 has input stride 0
-  bool small;      // fewer than kSmallWork elements
+  int interleave = 0;      // 0: cannot run; else its width (16: vectors)
+  bool gaps = false;       // interleave's pixels lie further apart than C
+  bool broadcast = false;  // some dim of size > 1 has input stride 0
+  bool small = false;      // fewer than kSmallWork elements
   std::string text() const {
     return std::string(copy ? "c" : "t") + ".e" + std::to_string(element_size) + ".o" + std::to_string(out_bucket) +
            (copy ? "" : ".i" + std::to_string(in_bucket)) + ".w" + std::to_string(width) +
@@ -478,8 +529,8 @@ struct Class {
 Class classify(Plan const& plan) {
   int64_t const E = plan.element_size;
   Class c{plan.copy_route(), int(E), bucket(plan.dims[plan.m].size * E),
-          plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0, 0, 0, false, false,
-          small_work(plan)};
+          plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0, 0};
+  c.small = small_work(plan);
   for (int i = 0; i < plan.rank; ++i) c.broadcast |= plan.dims[i].size > 1 && plan.dims[i].in == 0;
   auto const p = plan.copy_route() ? rows_problem(plan) : matrix_problem(plan);
   if (!p) return c;
@@ -593,6 +644,7 @@ char const* tile_shape_name(TileShape s) {
     case TileShape::Narrow: return "narrow";
     case TileShape::Short: return "short";
     case TileShape::Large: return "large";
+    case TileShape::Column: return "column";
     default: return "square";
   }
 }
@@ -600,7 +652,8 @@ char const* tile_shape_name(TileShape s) {
 std::optional<TileShape> tile_shape_from_name(std::string const& name) {
   for (TileShape s : kTileShapes)
     if (name == tile_shape_name(s)) return s;
-  if (name == tile_shape_name(TileShape::Large)) return TileShape::Large;
+  for (TileShape s : {TileShape::Large, TileShape::Column})
+    if (name == tile_shape_name(s)) return s;
   return std::nullopt;
 }
 
@@ -610,7 +663,7 @@ std::string Choice::config() const {
     case Kernel::Tile: {
       TileDims const t = tile_dims(problem->element_size, width, shape);
       o << t.bm << "x" << t.bn << " " << tile_shape_name(shape) << " tile, " << t.threads << " threads, "
-        << width << "-byte vectors";
+        << width << "-byte vectors" << (problem->m_first ? ", m-tiles first" : "");
       break;
     }
     case Kernel::Rows: o << width << "-byte vectors"; break;
@@ -630,7 +683,9 @@ std::string Choice::config() const {
       o << "square tiles of (" << problem->rows << " x " << split->m.size << ") by (" << problem->cols << " x "
         << split->n.size << "), " << width << "-byte vectors";
       break;
-    case Kernel::Padded: o << "the padded seed kernel, one element per access"; break;
+    case Kernel::Padded:
+      o << "the padded seed kernel, one element per access" << (problem->m_first ? ", m-tiles first" : "");
+      break;
     case Kernel::Aten: o << "torch's own strided copy"; break;
     default: break;
   }
@@ -665,6 +720,10 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
       if (!(c.width = tile_width(p))) return *why = "m or n is not unit-stride", std::nullopt;
       c.shape = shape ? *shape : tile_shape(p, c.width);
+      if (c.shape == TileShape::Column && c.width != p.element_size)
+        return *why = "column tiles move one element per access, and " + std::to_string(c.width) + "-byte vectors fit",
+               std::nullopt;
+      c.problem->m_first = walk_m_first(p, tile_dims(p.element_size, c.width, c.shape));
       if (tile_too_empty(p, c.width, c.shape))
         return *why = std::string("its ") + tile_shape_name(c.shape) + " tiles would be a quarter full or less", std::nullopt;
       return c;
@@ -695,6 +754,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
     }
     case Kernel::Padded:
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
+      c.problem->m_first = walk_m_first(p, seed_tile(p.element_size));
       return c;
     case Kernel::Tma: {
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
@@ -709,7 +769,9 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (!pipelined_fits(p, device, why)) return std::nullopt;
       c.width = 16;
       return c;
-    default: return c;  // the seed ladder takes any strides
+    default:  // the seed ladder takes any strides
+      if (!plan.copy_route()) c.problem->m_first = walk_m_first(p, seed_tile(p.element_size));
+      return c;
   }
 }
 
@@ -746,7 +808,7 @@ bool offered(Choice const& c, std::string* why) {
   if (!is_candidate(c.kernel)) return refuse("not a candidate of the chooser");
   if (!c.problem) return true;
   Problem const& p = *c.problem;
-  if (c.kernel == Kernel::Padded && tile_fill(p.rows, p.cols, {64, std::max(1, 128 / p.element_size), 0}) < kMinTileFill)
+  if (c.kernel == Kernel::Padded && tile_fill(p.rows, p.cols, seed_tile(p.element_size)) < kMinTileFill)
     return refuse("its tiles would be less than a quarter full");
   if (c.kernel == Kernel::Interleave && c.width == p.element_size) {
     int const E = p.element_size;

@@ -9,10 +9,11 @@ namespace cute_transpose {
 
 // Square, or twice as tall and half as wide (for matrices with few columns), or the reverse
 // (few rows); or half a square tile: half as wide (Narrow) or half as tall (Short), for sides
-// just over half a tile; or, for large full matrices, the Large configuration (large_tile). The
-// chooser takes the shape (choose.cpp, tile_shape): it scores the first five (kTileShapes), and
-// takes Large by its own rule.
-enum class TileShape { Square, Tall, Wide, Narrow, Short, Large };
+// just over half a tile; or, for large full matrices, the Large configuration (large_tile); or,
+// for one element per access, Column (column_tile). The chooser takes the shape (choose.cpp,
+// tile_shape): it scores the first five (kTileShapes), and takes Large and Column by their own
+// rules.
+enum class TileShape { Square, Tall, Wide, Narrow, Short, Large, Column };
 constexpr TileShape kTileShapes[] = {TileShape::Square, TileShape::Tall, TileShape::Wide, TileShape::Narrow,
                                      TileShape::Short};
 
@@ -49,6 +50,11 @@ constexpr TileDims large_tile(int element_size, int width) {
   return square_tile(element_size, width);
 }
 
+// Column: one element per access (W = E, the only width whose output rows may start anywhere
+// in a 32-byte sector), 256 output elements per tile row -- one per thread -- and 32 KiB of
+// tile: (256, 128) for 1-byte elements ... (256, 8) for 16-byte ones.
+constexpr TileDims column_tile(int element_size) { return {256, 32768 / (256 * element_size), 256}; }
+
 // Whether `threads` can load a (bm, bn) tile in rows of W-byte vectors and store it in V x V
 // blocks (vector_tile.cuh, VecTile's static_asserts).
 constexpr bool tile_threads_fit(int element_size, int width, int bm, int bn, int threads) {
@@ -65,6 +71,7 @@ constexpr TileDims tile_dims(int element_size, int width, TileShape shape) {
     case TileShape::Narrow: t = {s.bm, s.bn / 2, s.threads}; break;
     case TileShape::Short: t = {s.bm / 2, s.bn, s.threads}; break;
     case TileShape::Large: t = large_tile(element_size, width); break;
+    case TileShape::Column: t = column_tile(element_size); break;
     default: break;
   }
   // Half tiles of 1-byte elements in 16-byte vectors have too few vectors for 64 threads.

@@ -105,6 +105,10 @@ struct Problem {
   int64_t out_row_stride, out_col_stride;
   Batch batch;
   int element_size;  // 1, 2, 4, 8 or 16 bytes
+  // The tile kernels' walk: m-tiles fastest (consecutive blocks write consecutive runs of the
+  // same output rows) instead of n-tiles fastest (consecutive blocks read consecutive runs of
+  // the same input rows).
+  bool m_first = false;
 };
 
 // The Split kernel's work (cuda/split_transpose.cu): a transpose whose m or n dim is shorter

@@ -500,6 +500,13 @@ def test_tune_remeasure_replaces_a_changed_kernels_timings(tmp_path):
     assert all(r["detail"].endswith("0.500 before") and r["ms"] == pytest.approx(1 / r["ratio"]) for r in changed)  # clone: 1 ms
     assert after["meta"]["retimed"] == "earlier note; ours timed again after a change to it on its 3 shapes " \
                                        "of the classes matching `e4/tile`"
+    # --config: only the shapes where the kernel's configuration matches (the fake's: "<rows> rows")
+    saved.write_text(json.dumps({"meta": meta, "classes": [], "rows": rows}))
+    assert tune.main(["--dry-run", "--fake", "--retime", str(saved), "--remeasure", "ours",
+                      "--config", "^2[48] rows"]) == 0
+    after = json.loads(saved.read_text())
+    assert sorted(r["shape"][0] for r in after["rows"] if r["detail"]) == [24, 28]
+    assert after["meta"]["retimed"].endswith("on its 2 shapes where its configuration matches `^2[48] rows`")
     saved.write_text(json.dumps({"meta": meta, "classes": [], "rows": rows}))
     assert tune.main(["--dry-run", "--fake", "--retime", str(saved), "--remeasure", "ours", "--where", "nothing"]) == 0
     assert not any(r["detail"] for r in json.loads(saved.read_text())["rows"])

@@ -16,7 +16,7 @@ import cute_transpose
 from conftest import ONE_PER_SIZE, assert_bits_equal, dtype_id, needs_cuda, random_tensor
 
 KERNELS = cute_transpose.KERNELS
-TILE_SHAPES = ("square", "tall", "wide", "narrow", "short", "large")  # _permute_with(x, dims, "tile/<shape>")
+TILE_SHAPES = ("square", "tall", "wide", "narrow", "short", "large", "column")  # _permute_with(x, dims, "tile/<shape>")
 
 
 def reference(x, dims):
@@ -68,6 +68,9 @@ CASES = [
     ((97, 101), (1, 0), "contiguous", {"tile", "box"}),
     ((130, 126), (1, 0), "offset", {"tile", "box"}),
     ((66, 72), (1, 0), "stepped", {"box"}),
+    # output rows that start inside 32-byte sectors: column tiles, m-tiles walked first
+    ((3, 517, 259), (0, 2, 1), "contiguous", {"tile", "padded"}),
+    ((300, 1001), (1, 0), "offset", {"tile", "padded"}),
     # the copy route (the innermost dim stays innermost): long rows, short rows
     ((33, 6, 64), (1, 0, 2), "contiguous", {"rows", "box"}),
     ((300, 5, 3), (1, 0, 2), "contiguous", {"rows", "box"}),
@@ -156,6 +159,32 @@ def test_large_full_matrices_take_the_large_configuration(shape, dtype, tile):
     x = torch.empty(shape, dtype=dtype, device="meta")
     config = json.loads(torch.ops.cute_transpose._explain(x, [1, 0], 90, "tile"))["config"]
     assert config.startswith(tile), config
+
+
+@pytest.mark.parametrize("shape, dtype, tile, m_first, padded_m_first", [
+    ((9973, 10007), torch.float32, "column", True, True),  # both sides split sectors, more tiles across n
+    ((8193, 8192), torch.float32, "column", True, True),   # square tiles 99% full, but the output splits sectors
+    ((1000003, 61), torch.float32, "column", False, False),  # two tiles across n: their input rows stay together
+    ((8192, 8193), torch.float32, "tall", False, False),    # only the input splits sectors
+    ((4096, 4096), torch.float32, "square", False, False),  # 16-byte vectors
+    ((9973, 10007), torch.uint8, "tall", True, False),      # column tiles only for 4-byte elements; the
+                                                            # seed tile (64 x 128) has more tiles down m
+    ((8191, 8191), torch.float64, "square", True, True),
+])
+def test_output_rows_that_split_sectors_take_column_tiles_walked_m_first(shape, dtype, tile, m_first, padded_m_first):
+    x = torch.empty(shape, dtype=dtype, device="meta")
+    config = json.loads(torch.ops.cute_transpose._explain(x, [1, 0], 90, "tile"))["config"]
+    assert f" {tile} tile" in config, config
+    assert ("m-tiles first" in config) == m_first, config
+    padded = json.loads(torch.ops.cute_transpose._explain(x, [1, 0], 90, "padded"))["config"]
+    assert ("m-tiles first" in padded) == padded_m_first, padded
+
+
+@needs_cuda
+def test_column_tiles_are_for_one_element_per_access():
+    x = torch.randn(256, 256, device="cuda")
+    with pytest.raises(RuntimeError, match="column tiles move one element per access"):
+        torch.ops.cute_transpose._permute_with(x, [1, 0], "tile/column")
 
 
 def test_tile_needs_tiles_more_than_a_quarter_full():

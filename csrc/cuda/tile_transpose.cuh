@@ -123,6 +123,9 @@ cudaError_t launch_tile_for(Problem const& p, int width, TileShape shape, cudaSt
       case TileShape::Narrow: return launch_tile_config<T, W, TileShape::Narrow>(p, stream);
       case TileShape::Short: return launch_tile_config<T, W, TileShape::Short>(p, stream);
       case TileShape::Large: return launch_tile_config<T, W, TileShape::Large>(p, stream);
+      case TileShape::Column:
+        if constexpr (W == int(sizeof(T))) return launch_tile_config<T, W, TileShape::Column>(p, stream);
+        else return cudaErrorInvalidValue;
       default: return launch_tile_config<T, W, TileShape::Square>(p, stream);
     }
   };

@@ -89,18 +89,25 @@ struct TileCoord {
 
 struct TileWalk {
   int64_t rows, cols, tile_m, tile_n, tiles_m, tiles_n, count;
+  bool m_first;  // Problem::m_first
 
-  CUTE_HOST_DEVICE TileWalk(int64_t rows_, int64_t cols_, int64_t matrices, int64_t bm, int64_t bn)
+  CUTE_HOST_DEVICE TileWalk(int64_t rows_, int64_t cols_, int64_t matrices, int64_t bm, int64_t bn,
+                            bool m_first_ = false)
       : rows(rows_), cols(cols_), tile_m(bm), tile_n(bn),
         tiles_m((rows_ + bm - 1) / bm), tiles_n((cols_ + bn - 1) / bn),
-        count(matrices * tiles_m * tiles_n) {}
+        count(matrices * tiles_m * tiles_n), m_first(m_first_) {}
   CUTE_HOST_DEVICE TileWalk(Problem const& p, int64_t bm, int64_t bn)
-      : TileWalk(p.rows, p.cols, p.batch.count, bm, bn) {}
+      : TileWalk(p.rows, p.cols, p.batch.count, bm, bn, p.m_first) {}
 
   CUTE_HOST_DEVICE TileCoord operator()(int64_t t, Batch const& batch) const {
     TileCoord c;
-    c.n = t % tiles_n;
-    c.m = (t / tiles_n) % tiles_m;
+    if (m_first) {
+      c.m = t % tiles_m;
+      c.n = (t / tiles_m) % tiles_n;
+    } else {
+      c.n = t % tiles_n;
+      c.m = (t / tiles_n) % tiles_m;
+    }
     c.b = t / (tiles_n * tiles_m);
     c.at = batch(c.b);
     c.interior = (c.m + 1) * tile_m <= rows && (c.n + 1) * tile_n <= cols;
