@@ -83,6 +83,11 @@ def main() -> int:
         dims = [*range(len(shape) - 2), len(shape) - 1, len(shape) - 2]
         results.append(check(lambda: torch.ops.cute_transpose._permute_with(x.cuda(), dims, "tile/large"),
                              x.transpose(-2, -1).contiguous(), f"permute[tile/large] {dtype} {shape}", "cannot run"))
+    # Column tiles, and the m-first walk: output rows of 301 and 129 elements split 32-byte sectors.
+    for dtype, shape in ((torch.float32, (2, 301, 131)), (torch.float64, (3, 129, 67))):
+        x = torch.randint(0, 100, shape).to(dtype)
+        results.append(check(lambda: torch.ops.cute_transpose._permute_with(x.cuda(), [0, 2, 1], "tile/column"),
+                             x.transpose(-2, -1).contiguous(), f"permute[tile/column] {dtype} {shape}", "cannot run"))
     checked = [r for r in results if r is not None]
     bad = checked.count(False)
     left_out = f" ({' and '.join(TMA_STORES)} left out: TMA-store writes are invisible here)" if TMA_STORES else ""
