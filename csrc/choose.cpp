@@ -122,15 +122,12 @@ bool column_tile_fits(Problem const& p, int W) {
 
 TileShape tile_shape(Problem const& p, int W) {
   TileShape best = TileShape::Square;
-  if (column_tile_fits(p, W)) {
-    for (TileShape s : kTileShapes)
-      if (tile_shape_score(p, W, s) > tile_shape_score(p, W, best)) best = s;
-    return tile_shape_score(p, W, TileShape::Column) > tile_shape_score(p, W, best) ? TileShape::Column : best;
-  }
-  if (tile_fill(p.rows, p.cols, tile_dims(p.element_size, W, best)) >= kSquareFullFill)
+  bool const column = column_tile_fits(p, W);
+  if (!column && tile_fill(p.rows, p.cols, tile_dims(p.element_size, W, best)) >= kSquareFullFill)
     return large_tile_pays(p, W) ? TileShape::Large : best;
   for (TileShape s : kTileShapes)
     if (tile_shape_score(p, W, s) > tile_shape_score(p, W, best)) best = s;
+  if (column && tile_shape_score(p, W, TileShape::Column) > tile_shape_score(p, W, best)) best = TileShape::Column;
   return best;
 }
 
@@ -513,10 +510,10 @@ bool small_work(Plan const& plan) { return plan.elements < kSmallWork; }
 struct Class {
   bool copy;
   int element_size, out_bucket, in_bucket, width, fill;
-  int interleave = 0;      // 0: cannot run; else its width (16: vectors)
-  bool gaps = false;       // interleave's pixels lie further apart than C
-  bool broadcast = false;  // some dim of size > 1 has input stride 0
-  bool small = false;      // fewer than kSmallWork elements
+  int interleave;  // 0: cannot run; else its width (16: vectors)
+  bool gaps;       // interleave's pixels lie further apart than C
+  bool broadcast;  // some dim of size > 1 has input stride 0
+  bool small;      // fewer than kSmallWork elements
   std::string text() const {
     return std::string(copy ? "c" : "t") + ".e" + std::to_string(element_size) + ".o" + std::to_string(out_bucket) +
            (copy ? "" : ".i" + std::to_string(in_bucket)) + ".w" + std::to_string(width) +
@@ -529,8 +526,8 @@ struct Class {
 Class classify(Plan const& plan) {
   int64_t const E = plan.element_size;
   Class c{plan.copy_route(), int(E), bucket(plan.dims[plan.m].size * E),
-          plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0, 0};
-  c.small = small_work(plan);
+          plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0, 0, 0, false, false,
+          small_work(plan)};
   for (int i = 0; i < plan.rank; ++i) c.broadcast |= plan.dims[i].size > 1 && plan.dims[i].in == 0;
   auto const p = plan.copy_route() ? rows_problem(plan) : matrix_problem(plan);
   if (!p) return c;
