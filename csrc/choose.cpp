@@ -120,11 +120,32 @@ bool column_tile_fits(Problem const& p, int W) {
   return W == 4 && p.element_size == 4 && output_splits_sectors(p);
 }
 
+// Where Large is the square tile with more threads (4-byte elements), it also takes matrices
+// whose square tiles are mostly full, at least kMostlyFullFill, with at least kLargeThreadsSide
+// rows and columns and kLargeTiles tiles, over the shape the score picks (the tall tile, mostly).
+// On the H100, 66 float32 batched transposes of 128-256 MiB whose square tiles are 85-99% full
+// (`bench/tile_shapes.py`'s grid, seeds 11-16), large / the pick: on the 62 with both sides of
+// 128 or more, geomean 1.013, 0.976-1.029, under 1 on 4; on the 4 with a side under 128 (120 x
+// 124, 60 x 1740, ...), 0.948-0.982: fewer tiles in flight per SM cost more there than the
+// threads gain. The TTC suite's (59, 384, 2320) permuted (0, 2, 1), 98% full: tall 0.969, large
+// 0.991. For 1-byte elements (Large: 256 x 256 tiles) the same test lost: 0.37-1.04 of the pick.
+constexpr double kMostlyFullFill = 0.85;
+constexpr int64_t kLargeThreadsSide = 128;
+bool large_threads_pay(Problem const& p, int W) {
+  TileDims const large = tile_dims(p.element_size, W, TileShape::Large),
+                 square = tile_dims(p.element_size, W, TileShape::Square);
+  if (large.bm != square.bm || large.bn != square.bn || large.threads == square.threads) return false;
+  int64_t const tiles = (p.rows + large.bm - 1) / large.bm * ((p.cols + large.bn - 1) / large.bn) * p.batch.count;
+  return std::min(p.rows, p.cols) >= kLargeThreadsSide && tiles >= kLargeTiles &&
+         tile_fill(p.rows, p.cols, large) >= kMostlyFullFill;
+}
+
 TileShape tile_shape(Problem const& p, int W) {
   TileShape best = TileShape::Square;
   bool const column = column_tile_fits(p, W);
   if (!column && tile_fill(p.rows, p.cols, tile_dims(p.element_size, W, best)) >= kSquareFullFill)
     return large_tile_pays(p, W) ? TileShape::Large : best;
+  if (!column && large_threads_pay(p, W)) return TileShape::Large;
   for (TileShape s : kTileShapes)
     if (tile_shape_score(p, W, s) > tile_shape_score(p, W, best)) best = s;
   if (column && tile_shape_score(p, W, TileShape::Column) > tile_shape_score(p, W, best)) best = TileShape::Column;

@@ -161,6 +161,19 @@ def test_large_full_matrices_take_the_large_configuration(shape, dtype, tile):
     assert config.startswith(tile), config
 
 
+@pytest.mark.parametrize("shape, dims, tile", [
+    ((59, 384, 2320), (0, 2, 1), "64x128 large"),  # the TTC suite's: 98% full, tall 0.969 -> large 0.991
+    ((43408, 1216), (1, 0), "64x128 large"),       # 95% full
+    ((4096, 120, 1740), (0, 2, 1), "128x64 tall"),  # 91% full, but m = 120: fewer tiles in flight cost more
+    ((75, 96, 75, 96), (2, 0, 3, 1), "128x64 tall"),  # 56% full
+    ((8, 1000, 1016), (0, 2, 1), "128x64 tall"),    # 97% full, but 1024 tiles
+])
+def test_mostly_full_float32_matrices_take_the_large_configuration(shape, dims, tile):
+    x = torch.empty(shape, device="meta")
+    config = json.loads(torch.ops.cute_transpose._explain(x, list(dims), 90, "tile"))["config"]
+    assert config.startswith(tile), config
+
+
 @pytest.mark.parametrize("shape, dtype, tile, m_first, padded_m_first", [
     ((9973, 10007), torch.float32, "column", True, True),  # both sides split sectors, more tiles across n
     ((8193, 8192), torch.float32, "column", True, True),   # square tiles 99% full, but the output splits sectors

@@ -2,7 +2,7 @@
 // so no element changes its place within a row -- the op is a batched strided copy of rows. Threads
 // walk the output in order (it is contiguous), each moving W-byte vectors: the output offset of
 // vector i is i, and its input offset comes from splitting i into (n / V, m, batch...) with
-// precomputed fast dividers.
+// precomputed fast dividers -- 32-bit ones when the tensor has fewer than 2^31 vectors.
 #include <cutlass/fast_math.h>
 
 #include "launch.h"
@@ -12,24 +12,26 @@ namespace cute_transpose {
 namespace {
 
 // Vector index -> input offset, both in vectors. Dims innermost first: n / V, m, then the batch
-// dims from the innermost out.
+// dims from the innermost out. Index is int (cutlass::FastDivmod) or uint64_t (FastDivmodU64).
+template <class Index>
 struct Gather {
+  using Divider = cute::conditional_t<cute::is_same_v<Index, int>, cutlass::FastDivmod, cutlass::FastDivmodU64>;
   static constexpr int kMaxRank = Batch::kMaxRank + 2;
   int rank = 0;
-  cutlass::FastDivmodU64 size[kMaxRank];
+  Divider size[kMaxRank];
   int64_t stride[kMaxRank] = {};
 
   void add(int64_t n, int64_t in_stride) {
-    size[rank] = cutlass::FastDivmodU64(uint64_t(n));
+    size[rank] = Divider(Index(n));
     stride[rank++] = in_stride;
   }
 
-  CUTE_DEVICE int64_t operator()(uint64_t i) const {
+  CUTE_DEVICE int64_t operator()(Index i) const {
     int64_t offset = 0;
     CUTE_UNROLL
     for (int d = 0; d < kMaxRank; ++d) {
       if (d < rank) {
-        uint64_t coord = i;  // the outermost dim needs no division: i < its size
+        Index coord = i;  // the outermost dim needs no division: i < its size
         if (d + 1 < rank) i = size[d].divmod(coord, i);
         offset += int64_t(coord) * stride[d];
       }
@@ -38,35 +40,49 @@ struct Gather {
   }
 };
 
-constexpr int kThreads = 256;
-constexpr int kItems = 4;  // vectors per thread in flight: all loads, then all stores
-
-template <class Vec>
-__global__ void __launch_bounds__(kThreads) strided_copy(Vec const* src, Vec* dst, Gather gather, uint64_t total) {
-  uint64_t const step = uint64_t(gridDim.x) * kThreads * kItems;
-  for (uint64_t base = uint64_t(blockIdx.x) * kThreads * kItems + threadIdx.x; base < total; base += step) {
-    Vec v[kItems];
+// Items vectors per thread in flight: all loads, then all stores. A block moves Threads * Items
+// consecutive vectors per step.
+template <class Vec, class Index, int Threads, int Items>
+__global__ void __launch_bounds__(Threads) strided_copy(Vec const* src, Vec* dst, Gather<Index> gather, Index total) {
+  Index const step = Index(gridDim.x) * Threads * Items;
+  for (Index base = Index(blockIdx.x) * Threads * Items + Index(threadIdx.x); base < total; base += step) {
+    Vec v[Items];
     CUTE_UNROLL
-    for (int k = 0; k < kItems; ++k)
-      if (base + k * kThreads < total) v[k] = src[gather(base + k * kThreads)];
+    for (int k = 0; k < Items; ++k)
+      if (base + k * Threads < total) v[k] = src[gather(base + k * Threads)];
     CUTE_UNROLL
-    for (int k = 0; k < kItems; ++k)
-      if (base + k * kThreads < total) dst[base + k * kThreads] = v[k];
+    for (int k = 0; k < Items; ++k)
+      if (base + k * Threads < total) dst[base + k * Threads] = v[k];
   }
 }
 
-template <class Vec>
-cudaError_t launch_rows_of(Problem const& p, cudaStream_t stream) {
+template <class Vec, class Index, int Threads, int Items>
+cudaError_t launch_rows_with(Problem const& p, cudaStream_t stream) {
   int64_t const V = int64_t(sizeof(Vec)) / p.element_size;  // elements per vector
-  Gather gather;
+  Gather<Index> gather;
   gather.add(p.cols / V, p.col_stride);  // V > 1 only where col_stride is 1
   gather.add(p.rows, p.row_stride / V);
   for (int d = p.batch.rank - 1; d >= 0; --d) gather.add(p.batch.size[d], p.batch.in_stride[d] / V);
   uint64_t const total = uint64_t(p.batch.count) * p.rows * (p.cols / V);
-  uint64_t const blocks = (total + kThreads * kItems - 1) / (kThreads * kItems);
-  strided_copy<Vec><<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), kThreads, 0, stream>>>(
-      static_cast<Vec const*>(p.src), static_cast<Vec*>(p.dst), gather, total);
+  uint64_t const blocks = (total + Threads * Items - 1) / (Threads * Items);
+  strided_copy<Vec, Index, Threads, Items><<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), Threads, 0, stream>>>(
+      static_cast<Vec const*>(p.src), static_cast<Vec*>(p.dst), gather, Index(total));
   return cudaGetLastError();
+}
+
+// 16-byte vectors: 512 threads of two each; narrower ones: 256 threads of four. Measured on the
+// H100 over 29 copy-route permutes (ratio to clone; docs/PERFORMANCE.md, "The rows kernel"):
+// with 16-byte vectors, 512 x 2 ran -0.4% to +2.6% against 256 x 4 (geomean +1.1%; complex128
+// rows 0.979-1.004 -> 0.992-1.019, where ATen's copy ran 0.985-1.011); with 8-byte or narrower
+// accesses it lost 1.5-7% (a float32 stepped slice 0.676 -> 0.628). 32-bit indices against
+// 64-bit ones: -0.3% to +0.8%, geomean +0.2%.
+template <class Vec>
+cudaError_t launch_rows_of(Problem const& p, cudaStream_t stream) {
+  constexpr bool kWide = sizeof(Vec) == 16;
+  constexpr int kThreads = kWide ? 512 : 256, kItems = kWide ? 2 : 4;
+  uint64_t const total = uint64_t(p.batch.count) * p.rows * (p.cols / (int64_t(sizeof(Vec)) / p.element_size));
+  if (total < (uint64_t(1) << 31)) return launch_rows_with<Vec, int, kThreads, kItems>(p, stream);
+  return launch_rows_with<Vec, uint64_t, kThreads, kItems>(p, stream);
 }
 
 }  // namespace
