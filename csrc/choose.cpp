@@ -43,6 +43,11 @@ int tile_width(Problem const& p) {
   return 0;
 }
 
+// The tiles of shape t that cover the batch of matrices.
+int64_t tile_count(Problem const& p, TileDims t) {
+  return (p.rows + t.bm - 1) / t.bm * ((p.cols + t.bn - 1) / t.bn) * p.batch.count;
+}
+
 // The share of its tiles' area a (rows, cols) matrix fills.
 double tile_fill(int64_t rows, int64_t cols, TileDims t) {
   auto cover = [](int64_t n, int64_t b) { return double((n + b - 1) / b * b); };
@@ -93,8 +98,7 @@ bool large_tile_pays(Problem const& p, int W) {
   TileDims const large = tile_dims(p.element_size, W, TileShape::Large),
                  square = tile_dims(p.element_size, W, TileShape::Square);
   if (large.bm == square.bm && large.bn == square.bn && large.threads == square.threads) return false;
-  int64_t const tiles = (p.rows + large.bm - 1) / large.bm * ((p.cols + large.bn - 1) / large.bn) * p.batch.count;
-  return tile_fill(p.rows, p.cols, large) >= kSquareFullFill && tiles >= kLargeTiles;
+  return tile_fill(p.rows, p.cols, large) >= kSquareFullFill && tile_count(p, large) >= kLargeTiles;
 }
 
 // Whether the runs a tile moves along one side's rows start and end inside 32-byte sectors: the
@@ -135,8 +139,7 @@ bool large_threads_pay(Problem const& p, int W) {
   TileDims const large = tile_dims(p.element_size, W, TileShape::Large),
                  square = tile_dims(p.element_size, W, TileShape::Square);
   if (large.bm != square.bm || large.bn != square.bn || large.threads == square.threads) return false;
-  int64_t const tiles = (p.rows + large.bm - 1) / large.bm * ((p.cols + large.bn - 1) / large.bn) * p.batch.count;
-  return std::min(p.rows, p.cols) >= kLargeThreadsSide && tiles >= kLargeTiles &&
+  return std::min(p.rows, p.cols) >= kLargeThreadsSide && tile_count(p, large) >= kLargeTiles &&
          tile_fill(p.rows, p.cols, large) >= kMostlyFullFill;
 }
 
