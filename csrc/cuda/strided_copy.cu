@@ -56,14 +56,14 @@ __global__ void __launch_bounds__(Threads) strided_copy(Vec const* src, Vec* dst
   }
 }
 
+// `total`: the vectors to copy, (batch..., M, N / V).
 template <class Vec, class Index, int Threads, int Items>
-cudaError_t launch_rows_with(Problem const& p, cudaStream_t stream) {
+cudaError_t launch_rows_with(Problem const& p, uint64_t total, cudaStream_t stream) {
   int64_t const V = int64_t(sizeof(Vec)) / p.element_size;  // elements per vector
   Gather<Index> gather;
   gather.add(p.cols / V, p.col_stride);  // V > 1 only where col_stride is 1
   gather.add(p.rows, p.row_stride / V);
   for (int d = p.batch.rank - 1; d >= 0; --d) gather.add(p.batch.size[d], p.batch.in_stride[d] / V);
-  uint64_t const total = uint64_t(p.batch.count) * p.rows * (p.cols / V);
   uint64_t const blocks = (total + Threads * Items - 1) / (Threads * Items);
   strided_copy<Vec, Index, Threads, Items><<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), Threads, 0, stream>>>(
       static_cast<Vec const*>(p.src), static_cast<Vec*>(p.dst), gather, Index(total));
@@ -81,8 +81,8 @@ cudaError_t launch_rows_of(Problem const& p, cudaStream_t stream) {
   constexpr bool kWide = sizeof(Vec) == 16;
   constexpr int kThreads = kWide ? 512 : 256, kItems = kWide ? 2 : 4;
   uint64_t const total = uint64_t(p.batch.count) * p.rows * (p.cols / (int64_t(sizeof(Vec)) / p.element_size));
-  if (total < (uint64_t(1) << 31)) return launch_rows_with<Vec, int, kThreads, kItems>(p, stream);
-  return launch_rows_with<Vec, uint64_t, kThreads, kItems>(p, stream);
+  if (total < (uint64_t(1) << 31)) return launch_rows_with<Vec, int, kThreads, kItems>(p, total, stream);
+  return launch_rows_with<Vec, uint64_t, kThreads, kItems>(p, total, stream);
 }
 
 }  // namespace
