@@ -273,15 +273,32 @@ def saved_cell(cell: tuple) -> Cell:
 
 
 def changed(results: list, kernel: str, where: str, saved: Optional[list] = None,
-            config: str = "", config_of: Callable[[tuple, str], str] = lambda cell, kernel: "") -> dict:
-    """{cell: {kernel}} for every shape `kernel` ran, in the classes matching `where`; with the
+            config: str = "", config_of: Callable[[tuple, str], str] = lambda cell, kernel: "",
+            offers: Optional[Callable[[tuple, str], bool]] = None, beside: Sequence[str] = ()) -> dict:
+    """{cell: kernels} for every shape `kernel` ran, in the classes matching `where`; with the
     `saved` results, only the shapes whose class differs there; with `config`, only the shapes
-    where the kernel's configuration (config_of, this build's) matches it."""
+    where the kernel's configuration (config_of, this build's) matches it. A kernel the saved
+    run never timed (one added since) is taken wherever `offers` (this build's) offers it. The
+    `beside` kernels join each shape where they ran, to be timed beside it."""
     before = {cell: class_key(row) for cell, row in by_cell(saved).items()} if saved is not None else {}
-    return {cell: {kernel} for cell, row in by_cell(results).items()
-            if kernel in row and row[kernel].status == "ok" and re.search(where, class_key(row) or "")
+    cells = by_cell(results)
+    new = not any(kernel in row for row in cells.values())
+
+    def runs(cell, row) -> bool:
+        if new:
+            return offers is not None and offers(cell, kernel)
+        return kernel in row and row[kernel].status == "ok"
+    return {cell: {kernel, *(k for k in beside if k in row and row[k].status == "ok")}
+            for cell, row in cells.items()
+            if re.search(where, class_key(row) or "") and runs(cell, row)
             and (saved is None or before.get(cell) != class_key(row))
             and (not config or re.search(config, config_of(cell, kernel)))}
+
+
+def added_row(clone: dict, kernel: str, ratio: float) -> dict:
+    """A saved run's row for a kernel it never timed, timed now at `ratio` of clone."""
+    return {**clone, "kernel": kernel, "status": "ok", "ms": clone["ms"] / ratio, "ratio": ratio,
+            "detail": f"timed after the run: {ratio:.3f} of clone", "explain": None}
 
 
 def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torch.device) -> int:
@@ -292,25 +309,37 @@ def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torc
         saved = json.loads(path.read_text())
         as_saved = saved_results(saved)
         results = reclassified(as_saved, chooser)
+        added = args.remeasure is not None and not any(r.op == args.remeasure for r in as_saved)
         found = (changed(results, args.remeasure, args.where, as_saved if args.moved else None, args.config,
-                         lambda cell, kernel: chooser.config(saved_cell(cell), kernel))
+                         lambda cell, kernel: chooser.config(saved_cell(cell), kernel),
+                         lambda cell, kernel: chooser.offers(saved_cell(cell), kernel), args.beside)
                  if args.remeasure else suspects(results, chooser.kernels))
         again = retime({saved_cell(c): ks for c, ks in found.items()}, chooser, timer, device)
         faster = 0
+        cell_of = lambda row: saved_cell((row["case"], tuple(row["shape"]), tuple(row["dims"]), row["dtype"],
+                                          row["view"]))
         for row in saved["rows"]:
-            new = again.get((saved_cell((row["case"], tuple(row["shape"]), tuple(row["dims"]), row["dtype"],
-                                         row["view"])), row["kernel"]))
+            new = again.get((cell_of(row), row["kernel"]))
             if new is not None and args.remeasure:
                 row.update(timed_again(row["ratio"], row["ms"], new, f"timed again after a change to the "
                                        f"kernel: {new:.3f} of clone, {row['ratio']:.3f} before"))
             elif new is not None and row["ratio"] and new > row["ratio"]:
                 row.update(kept_faster(row["ratio"], row["ms"], new))
                 faster += 1
+        if added:
+            saved["rows"] += [added_row(row, args.remeasure, new) for row in list(saved["rows"])
+                              if row["kernel"] == "clone" and (new := again.get((cell_of(row), args.remeasure)))]
+            kernels = saved["meta"]["kernels"]
+            saved["meta"]["kernels"] = [k for k in chooser.kernels if k in kernels or k == args.remeasure] + \
+                [k for k in kernels if k not in chooser.kernels]
         if args.remeasure:
-            note = (f"{args.remeasure} timed again after a change to it on its {len(again)} shapes"
+            timed = sum(1 for ks in again if ks[1] == args.remeasure)
+            note = (f"{args.remeasure} {'timed, new to this run,' if added else 'timed again after a change to it'}"
+                    f" on its {timed} shapes"
                     + (f" of the classes matching `{args.where}`" if args.where else "")
                     + (f" where its configuration matches `{args.config}`" if args.config else "")
-                    + (" that this build puts in another class" if args.moved else ""))
+                    + (" that this build puts in another class" if args.moved else "")
+                    + (f", beside {', '.join(args.beside)} timed again" if args.beside else ""))
             saved["meta"]["retimed"] = "; ".join(filter(None, (saved["meta"].get("retimed"), note)))
         else:
             saved["meta"]["retimed"] = retimed_note(len(again), faster)
@@ -367,6 +396,11 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                    help="with --retime: after a change to KERNEL, time it again on every saved shape "
                         "it ran (of the classes matching --where) and replace its timing, instead of "
                         "timing the suspects again")
+    p.add_argument("--beside", nargs="+", default=[], metavar="KERNEL",
+                   help="with --remeasure: also time these kernels again on the same shapes, beside "
+                        "the same fresh clone, so that their ratios and the remeasured kernel's come "
+                        "from one run (a kernel new to the saved run is timed where this build "
+                        "offers it, its rows added)")
     p.add_argument("--where", default="", metavar="REGEX",
                    help="with --remeasure: only the shapes whose class (this build's) matches REGEX")
     p.add_argument("--config", default="", metavar="REGEX",

@@ -521,6 +521,38 @@ def test_tune_remeasure_replaces_a_changed_kernels_timings(tmp_path):
     assert after["meta"]["retimed"].endswith("on its 2 shapes that this build puts in another class")
 
 
+def test_tune_remeasure_adds_a_kernel_new_to_the_saved_run(tmp_path):
+    from bench import tune
+    import json
+    rows = []
+    for n, dims in ((20, [1, 0, 2]), (24, [1, 0, 2]), (28, [1, 0, 2]), (32, [2, 1, 0])):
+        for k, r in (("clone", 1.0), ("ours", 0.5), ("aten", 1.0)):
+            rows.append({"case": "c", "shape": [n, 2, 30], "dims": dims, "dtype": "float32", "view": "",
+                         "kernel": k, "status": "ok", "ms": 1 / r, "ratio": r, "detail": "",
+                         "explain": {"class": "t.a", "kernel": "ours"} if k == "clone" else None})
+    saved = tmp_path / "tune.json"
+    meta = {"device_name": "CPU", "torch": "2.14", "date": "2026-01-01", "chooser": "fake", "seed": 1,
+            "kernels": ["aten", "ours"], "shapes": 4, "grid_shapes": 4, "seconds": 1.0, "timing": "t"}
+    saved.write_text(json.dumps({"meta": meta, "classes": [], "rows": rows}))
+    # the fake chooser's "rows" was never timed in this run: it is timed on every shape it is
+    # offered (all four), with "ours" timed again beside it and "aten" left alone; where it
+    # refuses (the transpose of the last shape) it gets no row
+    assert tune.main(["--dry-run", "--fake", "--retime", str(saved), "--remeasure", "rows", "--beside", "ours"]) == 0
+    after = json.loads(saved.read_text())
+    added = [r for r in after["rows"] if r["kernel"] == "rows"]
+    assert sorted(r["shape"][0] for r in added) == [20, 24, 28]
+    assert all(r["status"] == "ok" and r["ratio"] > 0 and r["ms"] == pytest.approx(1 / r["ratio"]) for r in added)
+    assert all(r["detail"].startswith("timed after the run") for r in added)
+    assert {r["kernel"] for r in after["rows"] if r["detail"]} == {"rows", "ours"}
+    assert not any(r["detail"] for r in after["rows"] if r["kernel"] == "aten")
+    assert after["meta"]["kernels"] == ["aten", "ours", "rows"]
+    assert after["meta"]["retimed"] == "rows timed, new to this run, on its 3 shapes, beside ours timed again"
+    assert len([r for r in after["rows"] if r["kernel"] == "ours" and r["detail"]]) == 4
+    # a rerank ranks the added kernel with the others
+    assert tune.main(["--rerank", str(saved), "--out", str(tmp_path / "t.inc")]) == 0
+    assert "rows" in (tmp_path / "t.inc").read_text()
+
+
 @pytest.mark.parametrize("view", [View(), View("offset", 2, 1), View("step", 0, 3), View("transposed", 3, 1),
                                   View("expand", 1), View("packed", 2, 3)], ids=lambda v: v.kind)
 def test_a_view_reads_back_from_its_text(view):
