@@ -206,21 +206,28 @@ int64_t pixel_stride_of(Problem const& p, bool pack) { return pack ? p.out_col_s
 // Interleave: one side is C = 2..kMaxChannels unit-stride elements (the channels of an NHWC
 // image, a pixel), the other side is C unit-stride planes (NCHW). `pack` goes planes ->
 // pixels. The width: 16 when both sides move in 16-byte vectors of K = 16 / E elements along
-// the planes (elements up to 8 bytes, C up to kMaxVectorChannels, pixels exactly C apart,
-// planes and batch offsets whole vectors, aligned), else the element size (one element per
-// access, any alignment, pixels any distance apart); 0 when it cannot run.
+// the planes (elements up to 8 bytes, C up to kMaxVectorChannels, pixels exactly C apart, and
+// planes and batch offsets whole vectors, aligned -- or, for 1-byte elements, realigned), else
+// the element size (one element per access, any alignment, pixels any distance apart); 0 when
+// it cannot run.
+//
+// Realigned vectors (cuda/interleave.cuh) for 1-byte elements only. On the H100 (do_bench
+// beside clone, the better of two rounds; image batches of 64 x 299^2 and 32 x 225^2 with 2-4
+// channels, both ways, and 7840857 x 3 matrices), uint8 ran realigned at 0.82-0.99 of clone,
+// one element per access at 0.63-0.78, ATen's copy at 0.47-0.65. Two-byte elements ran at
+// 0.83-0.85 realigned, 0.87-0.92 one element per access; four-byte ones 0.77-0.82 and
+// 0.94-1.0: their single-element accesses already move 2-4 times the bytes of uint8's, and
+// the realigned mode's shifts and edge stores cost more than they save.
 int interleave_width(Problem const& p, bool pack, std::string* why) {
-  int64_t const E = p.element_size, K = 16 / E;
+  int64_t const E = p.element_size;
   int64_t const C = interleave_channels(p, pack);
   if (C < 2 || C > kMaxChannels || C * E > 128)
     return *why = "no side of 2.." + std::to_string(kMaxChannels) + " elements (and at most 128 bytes)", 0;
   if (p.col_stride != 1 || p.out_row_stride != 1) return *why = "the channels or the planes are not unit-stride", 0;
-  int64_t const plane_stride = pack ? p.row_stride : p.out_col_stride;
   int64_t const pixel_stride = pixel_stride_of(p, pack);
-  bool ok = E <= 8 && C <= kMaxVectorChannels && pixel_stride == C && divisible(plane_stride, K) &&
-            aligned(p.src, 16) && aligned(p.dst, 16);
-  for (int d = 0; d < p.batch.rank; ++d) ok = ok && divisible(p.batch.in_stride[d], K) && divisible(p.batch.out_stride[d], K);
-  return ok ? 16 : int(E);
+  bool const vectors = E <= 8 && C <= kMaxVectorChannels && pixel_stride == C &&
+                       (E == 1 || interleave_vectors_aligned(p, pack));
+  return vectors ? 16 : int(E);
 }
 
 // The interleave kernel on p: packing if it can, else unpacking; width 0 (and the packing
@@ -690,7 +697,9 @@ std::string Choice::config() const {
     case Kernel::Rows: o << width << "-byte vectors"; break;
     case Kernel::Interleave:
       o << (pack ? "planes -> " : "") << channels << "-interleaved" << (pack ? "" : " -> planes") << ", "
-        << (width > problem->element_size ? "16-byte vectors" : "one element per access, staged through shared memory");
+        << (width > problem->element_size
+                ? interleave_vectors_aligned(*problem, pack) ? "16-byte vectors" : "16-byte vectors, realigned"
+                : "one element per access, staged through shared memory");
       break;
     case Kernel::Box:
       o << "box (";

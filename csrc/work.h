@@ -111,6 +111,17 @@ struct Problem {
   bool m_first = false;
 };
 
+// The Interleave kernel's vector mode runs as is when every plane, every batch offset and both
+// tensors start on a 16-byte boundary (pack: planes -> interleaved, m the planes; unpack: n the
+// channels, m the pixels); otherwise it realigns (cuda/interleave.cuh).
+inline bool interleave_vectors_aligned(Problem const& p, bool pack) {
+  int64_t const K = 16 / p.element_size;
+  bool ok = (pack ? p.row_stride : p.out_col_stride) % K == 0 && reinterpret_cast<uintptr_t>(p.src) % 16 == 0 &&
+            reinterpret_cast<uintptr_t>(p.dst) % 16 == 0;
+  for (int d = 0; d < p.batch.rank; ++d) ok = ok && p.batch.in_stride[d] % K == 0 && p.batch.out_stride[d] % K == 0;
+  return ok;
+}
+
 // The Split kernel's work (cuda/split_transpose.cu): a transpose whose m or n dim is shorter
 // than a tile takes a second, outer dim on that side, so that a tile holds several small
 // matrices side by side. Side index i is then (i % inner, i / inner): offsets

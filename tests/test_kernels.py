@@ -256,7 +256,7 @@ def test_explain_routes(shape, dims, route):
         assert CLASS_KEY.match(info["cuda"]["class"])
 
 
-VECTORS, ELEMENTS, GAPS = "16-byte vectors", "one element per access", "gaps"
+VECTORS, REALIGNED, ELEMENTS, GAPS = "16-byte vectors", "16-byte vectors, realigned", "one element per access", "gaps"
 
 
 @pytest.mark.parametrize("shape, dims, view, dtype, mode", [
@@ -264,6 +264,9 @@ VECTORS, ELEMENTS, GAPS = "16-byte vectors", "one element per access", "gaps"
     ((4, 3, 32, 48), (0, 2, 3, 1), "contiguous", torch.float32, VECTORS),
     ((1001, 5), (1, 0), "offset", torch.float32, ELEMENTS),   # rows start unaligned
     ((3, 37, 29, 5), (0, 3, 1, 2), "contiguous", torch.int16, ELEMENTS),  # 1073-pixel planes
+    ((8, 3, 299, 299), (0, 2, 3, 1), "contiguous", torch.uint8, REALIGNED),  # odd image sides: uint8 realigns
+    ((8, 299, 299, 4), (0, 3, 1, 2), "contiguous", torch.uint8, REALIGNED),
+    ((4001, 5), (1, 0), "offset", torch.uint8, REALIGNED),
     ((4, 3, 32, 48), (0, 2, 3, 1), "contiguous", torch.complex128, ELEMENTS),
     ((640, 12), (1, 0), "contiguous", torch.float32, ELEMENTS),  # 12 channels: vectors take up to 8
     ((640, 4), (1, 0), "sliced", torch.float32, GAPS),  # x[:, :4] of rows of 64
@@ -276,8 +279,38 @@ VECTORS, ELEMENTS, GAPS = "16-byte vectors", "one element per access", "gaps"
 def test_interleave_moves_vectors_where_aligned_and_single_elements_elsewhere(shape, dims, view, dtype, mode):
     info = cute_transpose.explain(view_of(view, shape, dtype, "cpu"), dims, kernel="interleave")["cuda"]
     assert info["kernel"] == "interleave" and (ELEMENTS if mode == GAPS else mode) in info["config"], info
-    assert re.search({VECTORS: r"\.I(\.b)?(\.s)?$", ELEMENTS: r"\.Ie(\.b)?(\.s)?$", GAPS: r"\.Ig(\.b)?(\.s)?$"}[mode],
-                     info["class"]), info["class"]
+    assert (mode == REALIGNED) == ("realigned" in info["config"]), info
+    assert re.search({VECTORS: r"\.I(\.b)?(\.s)?$", REALIGNED: r"\.I(\.b)?(\.s)?$", ELEMENTS: r"\.Ie(\.b)?(\.s)?$",
+                      GAPS: r"\.Ig(\.b)?(\.s)?$"}[mode], info["class"]), info["class"]
+
+
+def unaligned_view(shape, dtype, shift):
+    """A random tensor of `shape` whose storage starts `shift` elements into its allocation."""
+    flat = random_tensor((math.prod(shape) + shift,), dtype, "cuda")
+    return flat[shift:].view(shape)
+
+
+# The interleave kernel's realigned mode (uint8): planes, batch offsets or the interleaved run
+# off the 16-byte grid, each warp's runs cut at both ends (pixel counts that are no multiple of a
+# warp's 32 vectors, nor of one vector), storage offsets of 0-3 elements, 2-8 channels, both
+# ways. A byte a warp wrote outside its own runs would overwrite a neighbour's, or leave the
+# poison. Wider elements take one element per access on the same shapes.
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64], ids=dtype_id)
+@pytest.mark.parametrize("channels", [2, 3, 5, 8])
+@pytest.mark.parametrize("pixels, batch", [(1024 + 77, 3), (2047, 2), (3 * 1024 + 1, 2), (5 * 4096 + 9, 2)])
+@pytest.mark.parametrize("pack", [True, False], ids=["pack", "unpack"])
+@pytest.mark.parametrize("shift", [0, 1, 3])
+def test_interleave_realigns_runs_off_the_16_byte_grid(dtype, channels, pixels, batch, pack, shift):
+    shape, dims = ((batch, channels, pixels), (0, 2, 1)) if pack else ((batch, pixels, channels), (0, 2, 1))
+    x = unaligned_view(shape, dtype, shift)
+    ref = reference(x, dims)
+    info = cute_transpose.explain(x, dims, kernel="interleave")  # a CUDA tensor: what runs here
+    aligned = shift == 0 and (pixels * x.element_size()) % 16 == 0
+    mode = VECTORS if aligned else REALIGNED if x.element_size() == 1 else ELEMENTS
+    assert info["config"].endswith(mode) or (mode == ELEMENTS and ELEMENTS in info["config"]), info
+    torch.full((ref.numel() * ref.element_size(),), 0xA5, dtype=torch.uint8, device="cuda")  # poison
+    assert_bits_equal(torch.ops.cute_transpose._permute_with(x, list(dims), "interleave"), ref)
 
 
 @pytest.mark.parametrize("shape, dims, dtype", [

@@ -10,6 +10,11 @@
 //            consecutive vectors of the interleaved side, shuffled (C x K) -> (K x C) in
 //            registers (byte permutes for 1- and 2-byte elements);
 //            J = K = 16 / E;
+//   realigned (as vector mode, but planes, batch offsets or the interleaved run not 16-byte
+//            aligned: odd image widths, offset views) every global access is still an aligned
+//            16-byte vector: a warp loads the aligned vectors that cover each of its runs and
+//            shifts them into place with funnel shifts across neighbouring vectors; it stores
+//            whole aligned vectors likewise, and writes the ragged ends of its runs byte by byte;
 //   element  (any alignment, any element size, C * E <= 128 bytes, pixels any distance apart on
 //            the interleaved side) one element per access, the run staged in shared memory;
 //            J = K, or fewer where a warp's run would pass 4 KiB. Unpacking pixels with short
@@ -20,6 +25,8 @@
 // In vector mode, pixels past the last whole vector of a row are moved one element at a time.
 #pragma once
 
+#include <algorithm>
+
 #include "launch.h"
 #include "vector_tile.cuh"
 
@@ -28,6 +35,8 @@ namespace interleave_detail {
 
 using Vec = Words<16>;
 constexpr int kThreads = 256;
+// Realigned mode: at most this many steps of 32 * K pixels a warp takes in turn (move_realigned).
+constexpr int kRealignSteps = 4;
 
 // Element i (of E bytes, E <= 4) of a vector, in the low bits of a word.
 template <int E>
@@ -125,6 +134,151 @@ CUTE_DEVICE void move_vectors(T const* from, T* to, int64_t plane_stride, int64_
   }
 }
 
+// Realigned mode. A run of bytes at an arbitrary address a is covered by the aligned vectors
+// starting at a - s, s = a % 16; vector j of the run is bytes [s, s + 16) of aligned vectors j
+// and j + 1. Reading a whole aligned vector that holds some bytes of a run never leaves the
+// 16-byte granule of those bytes, so it stays inside the tensor's allocation (which the CUDA
+// allocators align to 256 bytes or more); writes touch only the run's own bytes.
+
+// Bytes [s, s + 16) of the 32 bytes a then b, for s in 0..15 (s = 0: a).
+CUTE_DEVICE Vec shift_bytes(Vec const& a, Vec const& b, int s) {
+  uint32_t const w[8] = {a.word[0], a.word[1], a.word[2], a.word[3], b.word[0], b.word[1], b.word[2], b.word[3]};
+  int const bits = 8 * (s % 4);
+  Vec out;
+  auto take = [&](auto first) {  // first word: s / 4, a constant in each case below
+    CUTE_UNROLL
+    for (int k = 0; k < 4; ++k) out.word[k] = __funnelshift_r(w[k + first], w[k + first + 1], bits);
+  };
+  switch (s / 4) {
+    case 0: take(cute::Int<0>{}); break;
+    case 1: take(cute::Int<1>{}); break;
+    case 2: take(cute::Int<2>{}); break;
+    default: take(cute::Int<3>{}); break;
+  }
+  return out;
+}
+
+CUTE_DEVICE Vec shuffle_down(Vec v, int delta) {
+  CUTE_UNROLL
+  for (int k = 0; k < 4; ++k) v.word[k] = __shfl_down_sync(0xffffffffu, v.word[k], delta);
+  return v;
+}
+
+CUTE_DEVICE Vec shuffle_from(Vec v, int lane) {
+  CUTE_UNROLL
+  for (int k = 0; k < 4; ++k) v.word[k] = __shfl_sync(0xffffffffu, v.word[k], lane);
+  return v;
+}
+
+CUTE_DEVICE Vec shuffle_up(Vec v, int delta) {
+  CUTE_UNROLL
+  for (int k = 0; k < 4; ++k) v.word[k] = __shfl_up_sync(0xffffffffu, v.word[k], delta);
+  return v;
+}
+
+// The whole warp stores its lanes' cover vectors: lane L's vector `chunk` is cover vector i of a
+// run whose cover starts at `cover` (16-byte aligned) and which holds the cover's bytes
+// [first, end); `active` lanes only. A vector all the run's goes out in one store; one the run
+// shares with a neighbouring run (at either end) is stored a byte per lane by the whole warp,
+// only the run's own bytes.
+CUTE_DEVICE void store_covers(unsigned char* cover, int i, Vec const& chunk, int first, int end, bool active,
+                              int lane) {
+  int const lo = 16 * i < first ? first - 16 * i : 0, hi = end - 16 * i < 16 ? end - 16 * i : 16;
+  bool const whole = active && lo == 0 && hi == 16;
+  if (whole) store_vector(cover + 16 * i, chunk);
+  for (unsigned part = __ballot_sync(0xffffffffu, active && !whole && hi > lo); part; part &= part - 1) {
+    int const from = __ffs(part) - 1;
+    Vec const v = shuffle_from(chunk, from);
+    int const b_lo = __shfl_sync(0xffffffffu, lo, from), b_hi = __shfl_sync(0xffffffffu, hi, from);
+    int const at = __shfl_sync(0xffffffffu, i, from);
+    uint32_t const word = lane < 4 ? v.word[0] : lane < 8 ? v.word[1] : lane < 12 ? v.word[2] : v.word[3];
+    if (lane >= b_lo && lane < b_hi) cover[16 * at + lane] = static_cast<unsigned char>(word >> (8 * (lane % 4)));
+  }
+}
+
+// Realigned mode, one warp: a stretch of `n` pixels (n >= 1) from `from` and `to` (pack: plane 0
+// and the interleaved run at the stretch's first pixel; unpack: the other way round), in steps
+// of 32 * K pixels. Within a stretch, the aligned vector that straddles two steps is stored
+// whole by the later step, from a vector carried over from the earlier one, so only the two
+// ends of the stretch's runs are stored byte by byte.
+template <class T, int C, bool kPack>
+CUTE_DEVICE void move_realigned(T const* from, T* to, int64_t plane_stride, int64_t n, int lane, Vec* stage) {
+  constexpr int E = sizeof(T), K = 16 / E, kStep = 32 * K;  // pixels a step
+  // The planes' and the interleaved run's offsets from the 16-byte grid (the same every step).
+  T const* planes_in = from;
+  T* planes_out = to;
+  auto const offset = [](void const* q) { return int(reinterpret_cast<uintptr_t>(q) % 16); };
+  int const run_s = offset(kPack ? static_cast<void const*>(to) : from);
+  Vec carry[kPack ? 1 : C] = {};  // the previous step's last vector of the run (pack) or of each plane
+  for (int64_t x = 0; x < n; x += kStep) {
+    int const step = n - x < kStep ? int(n - x) : kStep;
+    bool const first = x == 0, last = x + kStep >= n;
+    Vec in[C], shuffled[C];
+    if constexpr (kPack) {
+      // Each plane: lane j loads aligned vectors j (and lane 31 vector 32), then shifts.
+      CUTE_UNROLL
+      for (int c = 0; c < C; ++c) {
+        T const* const plane = planes_in + c * plane_stride + x;
+        int const s = offset(plane), cover = s + step * E;
+        Vec const* vectors = reinterpret_cast<Vec const*>(reinterpret_cast<unsigned char const*>(plane) - s);
+        Vec const mine = 16 * lane < cover ? vectors[lane] : Vec{};
+        Vec const next = shuffle_down(mine, 1);
+        in[c] = shift_bytes(mine, lane == 31 ? (16 * 32 < cover ? vectors[32] : Vec{}) : next, s);
+      }
+    } else {
+      // The interleaved run: its aligned cover through shared memory, then each lane's C vectors.
+      auto const* run = reinterpret_cast<unsigned char const*>(from + x * C);
+      int const cover = (run_s + step * C * E + 15) / 16;
+      Vec const* vectors = reinterpret_cast<Vec const*>(run - run_s);
+      for (int i = lane; i < cover; i += 32) stage[i] = vectors[i];
+      __syncwarp();
+      CUTE_UNROLL
+      for (int c = 0; c < C; ++c) in[c] = shift_bytes(stage[lane * C + c], stage[lane * C + c + 1], run_s);
+      __syncwarp();
+    }
+    shuffle<E, C, kPack>(in, shuffled);
+    if constexpr (kPack) {
+      // The run: lane j's C vectors are the step's run vectors j * C .. j * C + C - 1. Cover
+      // vector i is run vectors i - 1 and i (vector -1: the previous step's last).
+      constexpr int kLast = 32 * C - 1;
+      if (!first) carry[0] = stage[kLast];
+      __syncwarp();
+      CUTE_UNROLL
+      for (int c = 0; c < C; ++c) stage[lane * C + c] = shuffled[c];
+      __syncwarp();
+      auto* const cover = reinterpret_cast<unsigned char*>(to + x * C) - run_s;
+      int const end = run_s + step * C * E, vectors = last ? (end + 15) / 16 : 32 * C;
+      for (int i0 = 0; i0 < vectors; i0 += 32) {  // the whole warp each time (store_covers)
+        int const i = i0 + lane;
+        Vec const here = stage[i < kLast ? i : kLast];  // past the run's end: bytes never stored
+        Vec const before = i == 0 ? carry[0] : stage[i <= kLast ? i - 1 : kLast];
+        store_covers(cover, i, run_s ? shift_bytes(before, here, 16 - run_s) : here, first ? run_s : 0, end,
+                     i < vectors, lane);
+      }
+      __syncwarp();
+    } else {
+      // Each plane: cover vector i is lane i - 1's and lane i's vectors (lane -1: the previous
+      // step's lane 31); the vector past lane 31, at the stretch's end only.
+      CUTE_UNROLL
+      for (int c = 0; c < C; ++c) {
+        T* const plane = planes_out + c * plane_stride + x;
+        int const s = offset(plane), end = s + step * E;
+        auto* const cover = reinterpret_cast<unsigned char*>(plane) - s;
+        Vec const up = shuffle_up(shuffled[c], 1);
+        Vec const before = lane == 0 ? carry[c] : up;  // lane 0 at the first step: never stored
+        Vec const tail = shuffle_from(shuffled[c], 31);
+        if (s == 0) {
+          store_covers(cover, lane, shuffled[c], 0, end, true, lane);
+        } else {
+          store_covers(cover, lane, shift_bytes(before, shuffled[c], 16 - s), first ? s : 0, end, true, lane);
+          if (last) store_covers(cover, 32, shift_bytes(tail, tail, 16 - s), 0, end, lane == 0, lane);
+        }
+        carry[c] = tail;
+      }
+    }
+  }
+}
+
 // Element mode (any alignment, any element size, and pixels on the interleaved side any
 // distance apart: a slice x[:, :C] of wider rows too). A warp moves its 32 * K pixels one element
 // per access, so that every access of the warp stays in one run: the interleaved run of
@@ -197,12 +351,12 @@ CUTE_DEVICE void move_elements(T const* from, T* to, int64_t plane_stride, int64
 
 // Both modes: block t of a matrix takes pixels [t * kThreads * J, (t + 1) * kThreads * J), each
 // warp 32 * J of them, each lane (vector mode) J.
-template <class T, int C, bool kPack, bool kVector, Gaps G>
-__global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks_per_matrix, int planes) {
+template <class T, int C, bool kPack, bool kVector, Gaps G, bool kRealign = false>
+__global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks_per_matrix, int planes, int steps) {
   constexpr int K = pixels_per_lane<T, C, kVector>();
   constexpr int kWarps = kThreads / 32;
   using Staged = cute::conditional_t<kVector, Vec, T>;
-  constexpr int kStaged = kVector ? 32 * C : 33 * K * C;  // per warp
+  constexpr int kStaged = kVector ? 32 * C + kRealign : 33 * K * C;  // per warp
   // Raw bytes: a 16-byte element type has constructors, which __shared__ variables may not run.
   __shared__ alignas(16) unsigned char raw[kWarps * kStaged * sizeof(Staged)];
   int const lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -212,6 +366,17 @@ __global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks
   int64_t const pixel_stride = kPack ? p.out_col_stride : p.row_stride;  // on the interleaved side
   T const* src = static_cast<T const*>(p.src);
   T* dst = static_cast<T*>(p.dst);
+  if constexpr (kRealign) {  // each warp a stretch of `steps` steps of 32 * K pixels
+    int64_t const stretch = int64_t(steps) * 32 * K, per_matrix = (pixels + stretch - 1) / stretch;
+    for (int64_t w = int64_t(blockIdx.x) * kWarps + warp; w < p.batch.count * per_matrix;
+         w += int64_t(gridDim.x) * kWarps) {
+      Offsets const at = p.batch(w / per_matrix);
+      int64_t const x0 = (w % per_matrix) * stretch, n = pixels - x0 < stretch ? pixels - x0 : stretch;
+      move_realigned<T, C, kPack>(src + at.in + x0 * (kPack ? 1 : C), dst + at.out + x0 * (kPack ? C : 1),
+                                  plane_stride, n, lane, stage);
+    }
+    return;
+  }
   int64_t const blocks = p.batch.count * blocks_per_matrix;
   for (int64_t t = blockIdx.x; t < blocks; t += gridDim.x) {
     Offsets const at = p.batch(t / blocks_per_matrix);
@@ -231,12 +396,25 @@ cudaError_t launch_with(Problem const& p, int planes, cudaStream_t stream) {
   int64_t const per_matrix = ((pixels + K - 1) / K + kThreads - 1) / kThreads;
   int64_t const blocks = p.batch.count * per_matrix;
   auto kernel = interleave<T, C, kPack, kVector, Gaps::None>;
-  if constexpr (!kVector) {  // vector mode has no gaps (the chooser checked)
+  if constexpr (kVector) {  // vector mode has no gaps (the chooser checked)
+    if (!interleave_vectors_aligned(p, kPack)) {
+      // Steps per warp: as many as keep every warp slot of the GPU busy twice over, up to
+      // kRealignSteps (each stretch stores the ends of its runs byte by byte).
+      auto const realigned = interleave<T, C, kPack, true, Gaps::None, true>;
+      static int const slots = 2 * (kThreads / 32) * blocks_per_sm(realigned, kThreads) * sm_count();
+      int64_t const steps = p.batch.count * ((pixels + 32 * K - 1) / (32 * K));
+      int const per_warp = int(std::max<int64_t>(1, std::min<int64_t>(kRealignSteps, steps / slots)));
+      int64_t const stretch = int64_t(per_warp) * 32 * K, warps = p.batch.count * ((pixels + stretch - 1) / stretch);
+      int64_t const grid = (warps + kThreads / 32 - 1) / (kThreads / 32);
+      realigned<<<unsigned(grid < INT_MAX ? grid : INT_MAX), kThreads, 0, stream>>>(p, per_matrix, planes, per_warp);
+      return cudaGetLastError();
+    }
+  } else {
     if ((kPack ? p.out_col_stride : p.row_stride) != C) kernel = interleave<T, C, kPack, false, Gaps::Skip>;
     if constexpr (!kPack)
       if (planes != C) kernel = interleave<T, C, kPack, false, Gaps::Read>;
   }
-  kernel<<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), kThreads, 0, stream>>>(p, per_matrix, planes);
+  kernel<<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), kThreads, 0, stream>>>(p, per_matrix, planes, 1);
   return cudaGetLastError();
 }
 

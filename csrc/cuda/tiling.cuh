@@ -165,12 +165,17 @@ int blocks_per_sm(Kernel kernel, int threads, size_t smem = 0) {
   return per_sm > 0 ? per_sm : 1;
 }
 
-// The largest grid whose blocks are all resident at once (at most one block per tile).
-inline dim3 persistent_grid(int blocks_per_sm, int64_t tiles) {
+// The current GPU's SM count.
+inline int sm_count() {
   int device = 0, sms = 1;
   cudaGetDevice(&device);
   cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  int64_t const resident = int64_t(sms) * blocks_per_sm;
+  return sms;
+}
+
+// The largest grid whose blocks are all resident at once (at most one block per tile).
+inline dim3 persistent_grid(int blocks_per_sm, int64_t tiles) {
+  int64_t const resident = int64_t(sm_count()) * blocks_per_sm;
   return dim3(static_cast<unsigned>(tiles < resident ? tiles : resident));
 }
 
