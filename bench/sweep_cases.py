@@ -81,12 +81,14 @@ class SweepPlan:
     ttc_max_numel: int = 0          # > 0: shrink the TTC shapes to about this many elements
 
 
-# full: 57 TTC + 24 image + 216 random cells, about 50 compiled graphs (19 + 4 + 27 families).
+# full: 57 TTC + 36 image + 216 random cells, about 50 compiled graphs (19 + 4 + 27 families).
+# The images: 224 x 224 (rows and planes of whole 16-byte vectors for every dtype) and 299 x 299
+# (Inception's input; odd sides, so no plane starts on the 16-byte grid).
 # quick: the first size of two TTC permutations (ranks 2 and 6), two uint8 image cells and the
 # first four cells of the first two random families: 12 cells, 5 graphs. dry: the CPU demo's.
 PLANS = {
     "full": SweepPlan(random_cells=216, cells_per_family=8, ttc_pick=slice(None),
-                      image_batches=((64, 224, 224), (256, 224, 224)),
+                      image_batches=((64, 224, 224), (256, 224, 224), (64, 299, 299)),
                       image_channels=(1, 2, 3, 4)),
     "quick": SweepPlan(random_cells=8, cells_per_family=4, ttc_pick=(0, 54),
                        image_batches=((64, 224, 224),), image_channels=(3,),

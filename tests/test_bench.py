@@ -91,6 +91,8 @@ def test_sweep_skips_permutes_that_are_already_contiguous(full_sweep):
     assert {c.shape[1] if c.name == "NCHW->NHWC" else c.shape[3] for c in images} == {2, 3, 4}
     assert Cell("sweep", "NCHW->NHWC", (64, 3, 224, 224), cases.NCHW_TO_NHWC, "uint8",
                 group="images") in images
+    assert Cell("sweep", "NHWC->NCHW", (64, 299, 299, 3), cases.NHWC_TO_NCHW, "uint8",
+                group="images") in images  # odd sides: planes off the 16-byte grid
     assert cases.permuted_is_contiguous(
         Cell("sweep", "", (64, 1, 224, 224), cases.NCHW_TO_NHWC, "uint8"))
 
