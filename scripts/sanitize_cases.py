@@ -20,7 +20,8 @@ DTYPES = [torch.uint8, torch.bfloat16, torch.float32, torch.float64, torch.compl
 # name: rows (vectors; scalars on a stepped view), tiles (16-byte and single-element vectors),
 # interleave (pack, unpack, a sliced view with a scalar tail, unaligned planes one element per
 # access, and pixels with gaps between them, skipped or read -- the last pixel's gap would lie
-# past the storage), boxes of small dims, TMA.
+# past the storage; uint8 planes off the 16-byte grid, realigned, up to the storage's last
+# byte), boxes of small dims, TMA.
 PERMUTES = [((4, 33, 6, 64), (0, 2, 1, 3), slice(None)), ((4, 33, 6, 64), (0, 2, 1, 3), slice(None, None, 2)),
             ((3, 40, 96), (0, 2, 1), slice(None)), ((37, 70), (1, 0), slice(None)),
             ((2, 3, 40, 48), (0, 2, 3, 1), slice(None)), ((2, 40, 48, 3), (0, 3, 1, 2), slice(None)),
@@ -28,7 +29,7 @@ PERMUTES = [((4, 33, 6, 64), (0, 2, 1, 3), slice(None)), ((4, 33, 6, 64), (0, 2,
             ((2, 3, 2, 5, 2), (4, 2, 0, 3, 1), slice(None)), ((3, 5, 7, 9), (3, 1, 0, 2), slice(None)),
             ((2, 48, 72), (0, 2, 1), slice(None)), ((2, 33, 37, 3), (0, 3, 1, 2), slice(None)),
             ((2, 3, 1100), (0, 2, 1), slice(1, 1099)), ((2, 1100, 9), (0, 2, 1), slice(0, 7)),
-            ((2, 1100, 8), (0, 2, 1), slice(1, None))]
+            ((2, 1100, 8), (0, 2, 1), slice(1, None)), ((3, 1031), (1, 0), slice(None))]
 
 
 def check(run, want, label, refused):

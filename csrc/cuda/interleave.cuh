@@ -136,9 +136,21 @@ CUTE_DEVICE void move_vectors(T const* from, T* to, int64_t plane_stride, int64_
 
 // Realigned mode. A run of bytes at an arbitrary address a is covered by the aligned vectors
 // starting at a - s, s = a % 16; vector j of the run is bytes [s, s + 16) of aligned vectors j
-// and j + 1. Reading a whole aligned vector that holds some bytes of a run never leaves the
-// 16-byte granule of those bytes, so it stays inside the tensor's allocation (which the CUDA
-// allocators align to 256 bytes or more); writes touch only the run's own bytes.
+// and j + 1. A whole aligned vector that holds some of the input's bytes stays inside the
+// input's allocation (allocations start on 256-byte boundaries), except at the input's very
+// end, which the vector that crosses it reads byte by byte (load_within); writes touch only
+// the run's own bytes.
+
+// The aligned vector at `at`, of which only the bytes before `end` are read (the others zero).
+CUTE_DEVICE Vec load_within(Vec const* at, unsigned char const* end) {
+  auto const* bytes = reinterpret_cast<unsigned char const*>(at);
+  if (bytes + 16 <= end) return *at;
+  Vec v{};
+  CUTE_UNROLL
+  for (int i = 0; i < 16; ++i)
+    if (bytes + i < end) v.word[i / 4] |= uint32_t(bytes[i]) << (8 * (i % 4));
+  return v;
+}
 
 // Bytes [s, s + 16) of the 32 bytes a then b, for s in 0..15 (s = 0: a).
 CUTE_DEVICE Vec shift_bytes(Vec const& a, Vec const& b, int s) {
@@ -202,7 +214,8 @@ CUTE_DEVICE void store_covers(unsigned char* cover, int i, Vec const& chunk, int
 // whole by the later step, from a vector carried over from the earlier one, so only the two
 // ends of the stretch's runs are stored byte by byte.
 template <class T, int C, bool kPack>
-CUTE_DEVICE void move_realigned(T const* from, T* to, int64_t plane_stride, int64_t n, int lane, Vec* stage) {
+CUTE_DEVICE void move_realigned(T const* from, T* to, int64_t plane_stride, int64_t n, unsigned char const* from_end,
+                               int lane, Vec* stage) {
   constexpr int E = sizeof(T), K = 16 / E, kStep = 32 * K;  // pixels a step
   // The planes' and the interleaved run's offsets from the 16-byte grid (the same every step).
   T const* planes_in = from;
@@ -221,16 +234,16 @@ CUTE_DEVICE void move_realigned(T const* from, T* to, int64_t plane_stride, int6
         T const* const plane = planes_in + c * plane_stride + x;
         int const s = offset(plane), cover = s + step * E;
         Vec const* vectors = reinterpret_cast<Vec const*>(reinterpret_cast<unsigned char const*>(plane) - s);
-        Vec const mine = 16 * lane < cover ? vectors[lane] : Vec{};
+        Vec const mine = 16 * lane < cover ? load_within(vectors + lane, from_end) : Vec{};
         Vec const next = shuffle_down(mine, 1);
-        in[c] = shift_bytes(mine, lane == 31 ? (16 * 32 < cover ? vectors[32] : Vec{}) : next, s);
+        in[c] = shift_bytes(mine, lane == 31 ? (16 * 32 < cover ? load_within(vectors + 32, from_end) : Vec{}) : next, s);
       }
     } else {
       // The interleaved run: its aligned cover through shared memory, then each lane's C vectors.
       auto const* run = reinterpret_cast<unsigned char const*>(from + x * C);
       int const cover = (run_s + step * C * E + 15) / 16;
       Vec const* vectors = reinterpret_cast<Vec const*>(run - run_s);
-      for (int i = lane; i < cover; i += 32) stage[i] = vectors[i];
+      for (int i = lane; i < cover; i += 32) stage[i] = load_within(vectors + i, from_end);
       __syncwarp();
       CUTE_UNROLL
       for (int c = 0; c < C; ++c) in[c] = shift_bytes(stage[lane * C + c], stage[lane * C + c + 1], run_s);
@@ -352,7 +365,8 @@ CUTE_DEVICE void move_elements(T const* from, T* to, int64_t plane_stride, int64
 // Both modes: block t of a matrix takes pixels [t * kThreads * J, (t + 1) * kThreads * J), each
 // warp 32 * J of them, each lane (vector mode) J.
 template <class T, int C, bool kPack, bool kVector, Gaps G, bool kRealign = false>
-__global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks_per_matrix, int planes, int steps) {
+__global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks_per_matrix, int planes, int steps,
+                                                       unsigned char const* src_end) {
   constexpr int K = pixels_per_lane<T, C, kVector>();
   constexpr int kWarps = kThreads / 32;
   using Staged = cute::conditional_t<kVector, Vec, T>;
@@ -373,7 +387,7 @@ __global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks
       Offsets const at = p.batch(w / per_matrix);
       int64_t const x0 = (w % per_matrix) * stretch, n = pixels - x0 < stretch ? pixels - x0 : stretch;
       move_realigned<T, C, kPack>(src + at.in + x0 * (kPack ? 1 : C), dst + at.out + x0 * (kPack ? C : 1),
-                                  plane_stride, n, lane, stage);
+                                  plane_stride, n, src_end, lane, stage);
     }
     return;
   }
@@ -387,6 +401,13 @@ __global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks
       move_elements<T, C, kPack, G>(src + at.in, dst + at.out, plane_stride, pixel_stride, pixels, planes,
                                     x0 - lane * K, lane, stage);
   }
+}
+
+// One past the input's last byte (strides are non-negative).
+inline unsigned char const* input_end(Problem const& p) {
+  int64_t last = (p.rows - 1) * p.row_stride + (p.cols - 1) * p.col_stride;
+  for (int d = 0; d < p.batch.rank; ++d) last += (p.batch.size[d] - 1) * p.batch.in_stride[d];
+  return static_cast<unsigned char const*>(p.src) + (last + 1) * p.element_size;
 }
 
 template <class T, int C, bool kPack, bool kVector>
@@ -406,7 +427,8 @@ cudaError_t launch_with(Problem const& p, int planes, cudaStream_t stream) {
       int const per_warp = int(std::max<int64_t>(1, std::min<int64_t>(kRealignSteps, steps / slots)));
       int64_t const stretch = int64_t(per_warp) * 32 * K, warps = p.batch.count * ((pixels + stretch - 1) / stretch);
       int64_t const grid = (warps + kThreads / 32 - 1) / (kThreads / 32);
-      realigned<<<unsigned(grid < INT_MAX ? grid : INT_MAX), kThreads, 0, stream>>>(p, per_matrix, planes, per_warp);
+      realigned<<<unsigned(grid < INT_MAX ? grid : INT_MAX), kThreads, 0, stream>>>(p, per_matrix, planes, per_warp,
+                                                                                   input_end(p));
       return cudaGetLastError();
     }
   } else {
@@ -414,7 +436,7 @@ cudaError_t launch_with(Problem const& p, int planes, cudaStream_t stream) {
     if constexpr (!kPack)
       if (planes != C) kernel = interleave<T, C, kPack, false, Gaps::Read>;
   }
-  kernel<<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), kThreads, 0, stream>>>(p, per_matrix, planes, 1);
+  kernel<<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), kThreads, 0, stream>>>(p, per_matrix, planes, 1, nullptr);
   return cudaGetLastError();
 }
 
