@@ -10,8 +10,8 @@
 //            consecutive vectors of the interleaved side, shuffled (C x K) -> (K x C) in
 //            registers (byte permutes for 1- and 2-byte elements);
 //            J = K = 16 / E;
-//   realigned (as vector mode, but planes, batch offsets or the interleaved run not 16-byte
-//            aligned: odd image widths, offset views) every global access is still an aligned
+//   realigned (uint8; as vector mode, but planes, batch offsets or the interleaved run not
+//            16-byte aligned: odd image sides, offset views) every global access is still an aligned
 //            16-byte vector: a warp loads the aligned vectors that cover each of its runs and
 //            shifts them into place with funnel shifts across neighbouring vectors; it stores
 //            whole aligned vectors likewise, and writes the ragged ends of its runs byte by byte;
@@ -417,7 +417,9 @@ cudaError_t launch_with(Problem const& p, int planes, cudaStream_t stream) {
   int64_t const per_matrix = ((pixels + K - 1) / K + kThreads - 1) / kThreads;
   int64_t const blocks = p.batch.count * per_matrix;
   auto kernel = interleave<T, C, kPack, kVector, Gaps::None>;
-  if constexpr (kVector) {  // vector mode has no gaps (the chooser checked)
+  // Vector mode has no gaps (the chooser checked); uint8 planes off the 16-byte grid realign
+  // (the chooser gives wider elements one element per access there: choose.cpp, interleave_width).
+  if constexpr (kVector && sizeof(T) == 1) {
     if (!interleave_vectors_aligned(p, kPack)) {
       // Steps per warp: as many as keep every warp slot of the GPU busy twice over, up to
       // kRealignSteps (each stretch stores the ends of its runs byte by byte).
@@ -431,7 +433,7 @@ cudaError_t launch_with(Problem const& p, int planes, cudaStream_t stream) {
                                                                                    input_end(p));
       return cudaGetLastError();
     }
-  } else {
+  } else if constexpr (!kVector) {
     if ((kPack ? p.out_col_stride : p.row_stride) != C) kernel = interleave<T, C, kPack, false, Gaps::Skip>;
     if constexpr (!kPack)
       if (planes != C) kernel = interleave<T, C, kPack, false, Gaps::Read>;
