@@ -113,7 +113,8 @@ struct Problem {
 
 // The Interleave kernel's vector mode runs as is when every plane, every batch offset and both
 // tensors start on a 16-byte boundary (pack: planes -> interleaved, m the planes; unpack: n the
-// channels, m the pixels); otherwise it realigns (cuda/interleave.cuh).
+// channels, m the pixels); otherwise uint8 realigns (cuda/interleave.cuh) and wider elements
+// move one element per access (choose.cpp, interleave_width).
 inline bool interleave_vectors_aligned(Problem const& p, bool pack) {
   int64_t const K = 16 / p.element_size;
   bool ok = (pack ? p.row_stride : p.out_col_stride) % K == 0 && reinterpret_cast<uintptr_t>(p.src) % 16 == 0 &&
