@@ -313,6 +313,22 @@ def test_interleave_realigns_runs_off_the_16_byte_grid(dtype, channels, pixels, 
     assert_bits_equal(torch.ops.cute_transpose._permute_with(x, list(dims), "interleave"), ref)
 
 
+# Unpacking batches large enough that each realigned warp takes a stretch of several steps
+# (realign_steps, cuda/interleave.cuh: on the H100, 64 images of 299^2 pixels unpack 3 steps a
+# warp), so the vector each plane carries from one step to the next joins them; with the run one
+# byte off the grid as well.
+@needs_cuda
+@pytest.mark.parametrize("channels", [2, 3, 4, 8])
+@pytest.mark.parametrize("shift", [0, 1])
+def test_interleave_realigned_stretches_join_their_steps(channels, shift):
+    x = unaligned_view((64, 299 * 299, channels), torch.uint8, shift)
+    dims = (0, 2, 1)
+    ref = reference(x, dims)
+    assert cute_transpose.explain(x, dims, kernel="interleave")["config"].endswith(REALIGNED)
+    torch.full((ref.numel(),), 0xA5, dtype=torch.uint8, device="cuda")  # poison
+    assert_bits_equal(torch.ops.cute_transpose._permute_with(x, list(dims), "interleave"), ref)
+
+
 @pytest.mark.parametrize("shape, dims, dtype", [
     ((16, 32, 16, 32, 32), (0, 3, 1, 4, 2), torch.bfloat16),
     ((5, 7), (1, 0), torch.float64),

@@ -25,8 +25,6 @@
 // In vector mode, pixels past the last whole vector of a row are moved one element at a time.
 #pragma once
 
-#include <algorithm>
-
 #include "launch.h"
 #include "vector_tile.cuh"
 
@@ -83,6 +81,20 @@ CUTE_DEVICE void shuffle(Vec const (&in)[C], Vec (&out)[C]) {
   }
 }
 
+// A warp's staged vectors: lane L's C vectors lie at L * C .. L * C + C - 1, and the lanes of a
+// 16-byte shared-memory access (eight at a time) walk them C apart. For C = 4 or 8 that puts the
+// eight on 2 or 1 of the 8 bank groups, a 4- or 8-way conflict; rotating each run of 8 vectors by
+// its index spreads them (2-way at most), and 8 consecutive vectors still fill all 8 groups.
+// Unpacking only: on the H100, realigned 64 x 299^2 x 4 uint8 unpacked one step a warp went from
+// 0.63 to 0.68 of clone, but packed 0.02-0.04 slower (its stores read the stage at i and i - 1,
+// which the rotation puts on one group); docs/PERFORMANCE.md. Other C are left as they are (odd C
+// is conflict-free; 2 and 6 are 2-way either way).
+template <int C, bool kPack>
+CUTE_DEVICE int staged(int i) {
+  if constexpr (C % 4 == 0 && !kPack) return (i & ~7) | ((i + (i >> 3)) & 7);
+  else return i;
+}
+
 // Vector mode (16-byte aligned planes). Both global sides move in whole 16-byte vectors. Each
 // lane's C vectors on the interleaved side lie C vectors apart from the next lane's, so a warp
 // that read or wrote them straight would leave every 32-byte sector half used per access; the
@@ -107,10 +119,10 @@ CUTE_DEVICE void move_vectors(T const* from, T* to, int64_t plane_stride, int64_
   if (!kPack && whole_warp) {
     Vec const* run = reinterpret_cast<Vec const*>(from + warp_x0 * C);
     CUTE_UNROLL
-    for (int c = 0; c < C; ++c) stage[c * 32 + lane] = run[c * 32 + lane];
+    for (int c = 0; c < C; ++c) stage[staged<C, kPack>(c * 32 + lane)] = run[c * 32 + lane];
     __syncwarp();
     CUTE_UNROLL
-    for (int c = 0; c < C; ++c) in[c] = stage[lane * C + c];
+    for (int c = 0; c < C; ++c) in[c] = stage[staged<C, kPack>(lane * C + c)];
     __syncwarp();  // the stage is reused below and by the next block's pixels
   } else {
     CUTE_UNROLL
@@ -121,11 +133,11 @@ CUTE_DEVICE void move_vectors(T const* from, T* to, int64_t plane_stride, int64_
   shuffle<int(sizeof(T)), C, kPack>(in, shuffled);
   if (kPack && whole_warp) {
     CUTE_UNROLL
-    for (int c = 0; c < C; ++c) stage[lane * C + c] = shuffled[c];
+    for (int c = 0; c < C; ++c) stage[staged<C, kPack>(lane * C + c)] = shuffled[c];
     __syncwarp();
     Vec* run = reinterpret_cast<Vec*>(to + warp_x0 * C);
     CUTE_UNROLL
-    for (int c = 0; c < C; ++c) run[c * 32 + lane] = stage[c * 32 + lane];
+    for (int c = 0; c < C; ++c) run[c * 32 + lane] = stage[staged<C, kPack>(c * 32 + lane)];
     __syncwarp();
   } else {
     CUTE_UNROLL
@@ -212,7 +224,8 @@ CUTE_DEVICE void store_covers(unsigned char* cover, int i, Vec const& chunk, int
 // and the interleaved run at the stretch's first pixel; unpack: the other way round), in steps
 // of 32 * K pixels. Within a stretch, the aligned vector that straddles two steps is stored
 // whole by the later step, from a vector carried over from the earlier one, so only the two
-// ends of the stretch's runs are stored byte by byte.
+// ends of the stretch's runs are stored byte by byte. (realign_steps gives packing warps one
+// step; stretches of several are unpacking's, and the packing side keeps the same carry.)
 template <class T, int C, bool kPack>
 CUTE_DEVICE void move_realigned(T const* from, T* to, int64_t plane_stride, int64_t n, unsigned char const* from_end,
                                int lane, Vec* stage) {
@@ -243,10 +256,11 @@ CUTE_DEVICE void move_realigned(T const* from, T* to, int64_t plane_stride, int6
       auto const* run = reinterpret_cast<unsigned char const*>(from + x * C);
       int const cover = (run_s + step * C * E + 15) / 16;
       Vec const* vectors = reinterpret_cast<Vec const*>(run - run_s);
-      for (int i = lane; i < cover; i += 32) stage[i] = load_within(vectors + i, from_end);
+      for (int i = lane; i < cover; i += 32) stage[staged<C, kPack>(i)] = load_within(vectors + i, from_end);
       __syncwarp();
       CUTE_UNROLL
-      for (int c = 0; c < C; ++c) in[c] = shift_bytes(stage[lane * C + c], stage[lane * C + c + 1], run_s);
+      for (int c = 0; c < C; ++c)
+        in[c] = shift_bytes(stage[staged<C, kPack>(lane * C + c)], stage[staged<C, kPack>(lane * C + c + 1)], run_s);
       __syncwarp();
     }
     shuffle<E, C, kPack>(in, shuffled);
@@ -254,17 +268,17 @@ CUTE_DEVICE void move_realigned(T const* from, T* to, int64_t plane_stride, int6
       // The run: lane j's C vectors are the step's run vectors j * C .. j * C + C - 1. Cover
       // vector i is run vectors i - 1 and i (vector -1: the previous step's last).
       constexpr int kLast = 32 * C - 1;
-      if (!first) carry[0] = stage[kLast];
+      if (!first) carry[0] = stage[staged<C, kPack>(kLast)];
       __syncwarp();
       CUTE_UNROLL
-      for (int c = 0; c < C; ++c) stage[lane * C + c] = shuffled[c];
+      for (int c = 0; c < C; ++c) stage[staged<C, kPack>(lane * C + c)] = shuffled[c];
       __syncwarp();
       auto* const cover = reinterpret_cast<unsigned char*>(to + x * C) - run_s;
       int const end = run_s + step * C * E, vectors = last ? (end + 15) / 16 : 32 * C;
       for (int i0 = 0; i0 < vectors; i0 += 32) {  // the whole warp each time (store_covers)
         int const i = i0 + lane;
-        Vec const here = stage[i < kLast ? i : kLast];  // past the run's end: bytes never stored
-        Vec const before = i == 0 ? carry[0] : stage[i <= kLast ? i - 1 : kLast];
+        Vec const here = stage[staged<C, kPack>(i < kLast ? i : kLast)];  // past the run's end: never stored
+        Vec const before = i == 0 ? carry[0] : stage[staged<C, kPack>(i <= kLast ? i - 1 : kLast)];
         store_covers(cover, i, run_s ? shift_bytes(before, here, 16 - run_s) : here, first ? run_s : 0, end,
                      i < vectors, lane);
       }
@@ -362,14 +376,23 @@ CUTE_DEVICE void move_elements(T const* from, T* to, int64_t plane_stride, int64
   __syncwarp();  // the stage is reused by the next block's pixels
 }
 
+// Realigned unpacking of up to 4 channels is held to 64 registers, four blocks of 256 threads
+// per SM: left alone, ptxas gave 4 channels 78 registers and the SM three blocks (Nsight
+// Compute, 64 x 299^2 x 4 uint8: 31% of warps active), and 64 cost a few spilled words. On the
+// H100 that moved 64 x 299^2 x 4 uint8 from 0.74 to 0.77 of clone (docs/PERFORMANCE.md). 0:
+// no minimum, the compiler's own choice (for packing it already stays at or under 64).
+template <int C, bool kPack, bool kRealign>
+constexpr int kRealignedMinBlocks = kRealign && !kPack && C <= 4 ? 4 : 0;
+
 // Both modes: block t of a matrix takes pixels [t * kThreads * J, (t + 1) * kThreads * J), each
 // warp 32 * J of them, each lane (vector mode) J.
 template <class T, int C, bool kPack, bool kVector, Gaps G, bool kRealign = false>
-__global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks_per_matrix, int planes, int steps,
-                                                       unsigned char const* src_end) {
+__global__ void __launch_bounds__(kThreads, kRealignedMinBlocks<C, kPack, kRealign>)
+    interleave(Problem p, int64_t blocks_per_matrix, int planes, int steps, unsigned char const* src_end) {
   constexpr int K = pixels_per_lane<T, C, kVector>();
   constexpr int kWarps = kThreads / 32;
   using Staged = cute::conditional_t<kVector, Vec, T>;
+  // Realigned mode stages one vector more, at 32 * C (staged() leaves it there).
   constexpr int kStaged = kVector ? 32 * C + kRealign : 33 * K * C;  // per warp
   // Raw bytes: a 16-byte element type has constructors, which __shared__ variables may not run.
   __shared__ alignas(16) unsigned char raw[kWarps * kStaged * sizeof(Staged)];
@@ -410,6 +433,27 @@ inline unsigned char const* input_end(Problem const& p) {
   return static_cast<unsigned char const*>(p.src) + (last + 1) * p.element_size;
 }
 
+// Realigned mode's steps per warp, s = 1 .. kRealignSteps. Its warps run in waves of `resident`
+// (as many as the GPU holds at once), and a wave lasts about s steps, plus about one more where
+// the warps unpack: each stretch then ends in byte-wise stores on C planes. So unpacking takes
+// the s that minimises waves(s) * (s + 1), the fewest steps winning ties: a last wave only
+// partly full costs as much as a full one. Packing ends each stretch on one run, so its cost is
+// waves(s) * s, which is never below one step's waves: one step a warp. On the H100
+// (docs/PERFORMANCE.md, "Realigned stretches in waves"), 64 x 299^2 x 4 uint8 unpacked at 0.63
+// of clone with one step a warp (3.5 waves) and 0.72 with four (0.9 of a wave); packing 2-4
+// channels ran fastest at one step.
+inline int realign_steps(int64_t matrices, int64_t steps_per_matrix, int64_t resident, bool pack) {
+  if (pack) return 1;
+  int best = 1;
+  int64_t best_cost = INT64_MAX;
+  for (int s = 1; s <= kRealignSteps; ++s) {
+    int64_t const warps = matrices * ((steps_per_matrix + s - 1) / s);
+    int64_t const cost = (warps + resident - 1) / resident * (s + 1);
+    if (cost < best_cost) best = s, best_cost = cost;
+  }
+  return best;
+}
+
 template <class T, int C, bool kPack, bool kVector>
 cudaError_t launch_with(Problem const& p, int planes, cudaStream_t stream) {
   constexpr int K = pixels_per_lane<T, C, kVector>();
@@ -421,12 +465,9 @@ cudaError_t launch_with(Problem const& p, int planes, cudaStream_t stream) {
   // (the chooser gives wider elements one element per access there: choose.cpp, interleave_width).
   if constexpr (kVector && sizeof(T) == 1) {
     if (!interleave_vectors_aligned(p, kPack)) {
-      // Steps per warp: as many as keep every warp slot of the GPU busy twice over, up to
-      // kRealignSteps (each stretch stores the ends of its runs byte by byte).
       auto const realigned = interleave<T, C, kPack, true, Gaps::None, true>;
-      static int const slots = 2 * (kThreads / 32) * blocks_per_sm(realigned, kThreads) * sm_count();
-      int64_t const steps = p.batch.count * ((pixels + 32 * K - 1) / (32 * K));
-      int const per_warp = int(std::max<int64_t>(1, std::min<int64_t>(kRealignSteps, steps / slots)));
+      static int const resident = (kThreads / 32) * blocks_per_sm(realigned, kThreads) * sm_count();  // warps
+      int const per_warp = realign_steps(p.batch.count, (pixels + 32 * K - 1) / (32 * K), resident, kPack);
       int64_t const stretch = int64_t(per_warp) * 32 * K, warps = p.batch.count * ((pixels + stretch - 1) / stretch);
       int64_t const grid = (warps + kThreads / 32 - 1) / (kThreads / 32);
       realigned<<<unsigned(grid < INT_MAX ? grid : INT_MAX), kThreads, 0, stream>>>(p, per_matrix, planes, per_warp,
