@@ -231,8 +231,6 @@ CUTE_DEVICE void move_realigned(T const* from, T* to, int64_t plane_stride, int6
                                int lane, Vec* stage) {
   constexpr int E = sizeof(T), K = 16 / E, kStep = 32 * K;  // pixels a step
   // The planes' and the interleaved run's offsets from the 16-byte grid (the same every step).
-  T const* planes_in = from;
-  T* planes_out = to;
   auto const offset = [](void const* q) { return int(reinterpret_cast<uintptr_t>(q) % 16); };
   int const run_s = offset(kPack ? static_cast<void const*>(to) : from);
   Vec carry[kPack ? 1 : C] = {};  // the previous step's last vector of the run (pack) or of each plane
@@ -244,7 +242,7 @@ CUTE_DEVICE void move_realigned(T const* from, T* to, int64_t plane_stride, int6
       // Each plane: lane j loads aligned vectors j (and lane 31 vector 32), then shifts.
       CUTE_UNROLL
       for (int c = 0; c < C; ++c) {
-        T const* const plane = planes_in + c * plane_stride + x;
+        T const* const plane = from + c * plane_stride + x;
         int const s = offset(plane), cover = s + step * E;
         Vec const* vectors = reinterpret_cast<Vec const*>(reinterpret_cast<unsigned char const*>(plane) - s);
         Vec const mine = 16 * lane < cover ? load_within(vectors + lane, from_end) : Vec{};
@@ -288,7 +286,7 @@ CUTE_DEVICE void move_realigned(T const* from, T* to, int64_t plane_stride, int6
       // step's lane 31); the vector past lane 31, at the stretch's end only.
       CUTE_UNROLL
       for (int c = 0; c < C; ++c) {
-        T* const plane = planes_out + c * plane_stride + x;
+        T* const plane = to + c * plane_stride + x;
         int const s = offset(plane), end = s + step * E;
         auto* const cover = reinterpret_cast<unsigned char*>(plane) - s;
         Vec const up = shuffle_up(shuffled[c], 1);
