@@ -629,7 +629,7 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 }  // namespace
 
 std::vector<std::string> const& candidate_names() {
-  static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "padded", "aten"};
+  static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "padded", "aten"};
   return names;
 }
 
@@ -643,6 +643,7 @@ char const* kernel_name(Kernel k) {
     case Kernel::Tma: return "tma";
     case Kernel::Pipelined: return "pipelined";
     case Kernel::Split: return "split";
+    case Kernel::Realign: return "realign";
     case Kernel::NaiveCoalescedRead: return "naive_coalesced_read";
     case Kernel::NaiveCoalescedWrite: return "naive_coalesced_write";
     case Kernel::BankConflictRead: return "bank_conflict_read";
@@ -716,6 +717,12 @@ std::string Choice::config() const {
     case Kernel::Padded:
       o << "the padded seed kernel, one element per access" << (problem->m_first ? ", m-tiles first" : "");
       break;
+    case Kernel::Realign: {
+      TileDims const t = realign_tile(problem->element_size);
+      o << t.bm << "x" << t.bn << " tile, aligned 16-byte vectors over rows off the 16-byte grid"
+        << (problem->m_first ? ", m-tiles first" : "");
+      break;
+    }
     case Kernel::Aten: o << "torch's own strided copy"; break;
     default: break;
   }
@@ -786,6 +793,15 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
       c.problem->m_first = walk_m_first(p, seed_tile(p.element_size));
       return c;
+    case Kernel::Realign: {
+      if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
+      if (p.col_stride != 1 || p.out_row_stride != 1) return *why = "m or n is not unit-stride", std::nullopt;
+      if (p.element_size > 8) return *why = "16-byte elements are whole vectors already", std::nullopt;
+      TileDims const t = realign_tile(p.element_size);
+      if (tile_fill(p.rows, p.cols, t) <= kMinTileFill) return *why = "its tiles would be a quarter full or less", std::nullopt;
+      c.problem->m_first = walk_m_first(p, t);
+      return c;
+    }
     case Kernel::Tma: {
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
       if (!tma_fits(p, device, why)) return std::nullopt;
@@ -820,6 +836,20 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
 // and 1.25 x on larger ones (932); its vector mode at 1.37-1.5 x on all of them.
 constexpr int64_t kMinElementBlocks = 264;
 
+// The realign kernel (cuda/realign.cu) on a grid of fewer than kMinRealignTiles tiles (about one
+// wave of its blocks on the H100, 5-6 per SM) leaves its load and store phases little to overlap.
+// Over the H100 tuning grids, against the best other kernel of each shape (geomean), it ran at
+// 0.49-0.59 x on grids of up to 264 tiles (130 shapes, best on none), 0.66 x on 264-660 (186,
+// best on 5) and 0.70-0.75 x on larger ones (881, best on 94); the matrix table's 1000 x 3001
+// bfloat16 (192 tiles) ran it at 0.78 of clone where `padded` runs 0.87.
+constexpr int64_t kMinRealignTiles = 660;
+
+int64_t realign_tiles(Problem const& p) {
+  TileDims const t = realign_tile(p.element_size);
+  int64_t const V = 16 / p.element_size;
+  return (p.rows + V - 1 + t.bm - 1) / t.bm * ((p.cols + t.bn - 1) / t.bn) * p.batch.count;
+}
+
 // Skipping the gaps between pixels (element_skips_gaps, work.h) on a broadcast input (some dim
 // of two or more elements read with stride 0), the interleave kernel ran at 0.66 x ATen's copy's
 // speed over the H100 tuning grids (geomean, 125 shapes; slower on 93), and at 0.54 of clone on
@@ -840,6 +870,8 @@ bool offered(Choice const& c, std::string* why) {
   Problem const& p = *c.problem;
   if (c.kernel == Kernel::Padded && tile_fill(p.rows, p.cols, seed_tile(p.element_size)) < kMinTileFill)
     return refuse("its tiles would be less than a quarter full");
+  if (c.kernel == Kernel::Realign && realign_tiles(p) < kMinRealignTiles)
+    return refuse("fewer than " + std::to_string(kMinRealignTiles) + " tiles");
   if (c.kernel == Kernel::Interleave && c.width == p.element_size) {
     int const E = p.element_size;
     int64_t const pixels = c.pack ? p.cols : p.rows, pixel_stride = pixel_stride_of(p, c.pack);

@@ -27,6 +27,7 @@ enum class Kernel {
   Tma,         // the tile transpose with a TMA store (cuda/tma.cu)
   Pipelined,   // TMA loads into a ring of stages, vector stores (cuda/pipelined.cu)
   Split,       // the tile transpose with two dims on each short side (cuda/split_transpose.cu)
+  Realign,     // the tile transpose of rows off the 16-byte grid in aligned 16-byte vectors (cuda/realign.cu)
   // The seed ladder, only when asked for by name.
   NaiveCoalescedRead,
   NaiveCoalescedWrite,

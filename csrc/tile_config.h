@@ -79,4 +79,8 @@ constexpr TileDims tile_dims(int element_size, int width, TileShape shape) {
   return t;
 }
 
+// The Realign kernel's tile (cuda/realign.cu): 128 elements of each output row by 256 bytes of
+// each input row, 256 threads, for elements of 1-8 bytes.
+constexpr TileDims realign_tile(int element_size) { return {128, 256 / element_size, 256}; }
+
 }  // namespace cute_transpose

@@ -217,7 +217,8 @@ def test_only_aten_runs_on_the_cpu():
 
 
 def test_kernel_names_are_the_candidates():
-    assert set(KERNELS) == {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "padded", "aten"}
+    assert set(KERNELS) == {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "padded",
+                            "aten"}
     assert set(cute_transpose.VARIANTS) == {"naive_coalesced_read", "naive_coalesced_write", "bank_conflict_read",
                                             "bank_conflict_write", "padded", "swizzled", "tma",
                                             "pipelined"}
@@ -327,6 +328,56 @@ def test_interleave_realigned_stretches_join_their_steps(channels, shift):
     assert cute_transpose.explain(x, dims, kernel="interleave")["config"].endswith(REALIGNED)
     torch.full((ref.numel(),), 0xA5, dtype=torch.uint8, device="cuda")  # poison
     assert_bits_equal(torch.ops.cute_transpose._permute_with(x, list(dims), "interleave"), ref)
+
+
+# The realign kernel: transposes whose rows lie off the 16-byte grid on the input's side, the
+# output's, or both; sides that end inside a vector and inside a tile (the first and last vector
+# of each output row are stored element by element); batches; storage 0-15 elements into its
+# allocation; a last input row that ends the allocation (its last vector is read only up to
+# there); stepped views. A wrong byte, or one never written, fails the bit-exact compare against
+# the poisoned output.
+REALIGN_CASES = [
+    ((97, 301), (1, 0), 1),           # both sides odd
+    ((2, 129, 263), (0, 2, 1), 3),    # a batch: each matrix at its own offset into a vector
+    ((300, 1001), (1, 0), 0),         # output rows aligned for 2-byte elements and wider, input rows not
+    ((1001, 300), (1, 0), 5),         # the other way round
+    ((3, 40, 1000), (0, 2, 1), 1),    # 40 rows: under a third of a tile along m'
+    ((1000, 72), (1, 0), 2),          # 72 columns
+    ((67, 130, 131), (1, 2, 0), 7),   # (67, 130 * 131) transposed; stepped, (67, 131) matrices in a batch of 130
+    ((5, 41, 2051), (2, 0, 1), 15),   # (5 * 41, 2051) transposed; stepped, a batch of 5 interleaved in the output
+]
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64], ids=dtype_id)
+@pytest.mark.parametrize("case", REALIGN_CASES, ids=lambda c: f"{'x'.join(map(str, c[0]))}-{''.join(map(str, c[1]))}-s{c[2]}")
+def test_realign_moves_rows_off_the_16_byte_grid(dtype, case):
+    shape, dims, shift = case
+
+    def check(x):
+        ref = reference(x, dims)
+        torch.full((ref.numel() * ref.element_size(),), 0xA5, dtype=torch.uint8, device="cuda")  # poison
+        assert_bits_equal(torch.ops.cute_transpose._permute_with(x, list(dims), "realign"), ref)
+
+    check(unaligned_view(shape, dtype, shift))
+    # the last input row ends the allocation: rows of N + 1, the first element of each cut off
+    check(random_tensor((*shape[:-1], shape[-1] + 1), dtype, "cuda")[..., 1:])
+    # every other matrix (or row) of a tensor one longer: outer strides doubled, offset by one
+    check(random_tensor((2 * shape[0] + 1, *shape[1:]), dtype, "cuda")[1::2])
+
+
+def test_realign_refuses_what_it_cannot_run():
+    x = torch.empty(300, 301, dtype=torch.complex128, device="meta")
+    with pytest.raises(RuntimeError, match="16-byte elements"):
+        torch.ops.cute_transpose._explain(x, [1, 0], 90, "realign")
+    x = torch.empty(600, 301, device="meta")[::2]  # rows 602 apart, n unit-stride: runs
+    assert json.loads(torch.ops.cute_transpose._explain(x, [1, 0], 90, "realign"))["kernel"] == "realign"
+    x = torch.empty(300, 602, device="meta")[:, ::2]  # n strided: no
+    with pytest.raises(RuntimeError, match="not unit-stride"):
+        torch.ops.cute_transpose._explain(x, [1, 0], 90, "realign")
+    x = torch.empty(3000, 6, device="meta")  # 6 columns of 64-element tiles: under a quarter full
+    with pytest.raises(RuntimeError, match="a quarter full or less"):
+        torch.ops.cute_transpose._explain(x, [1, 0], 90, "realign")
 
 
 @pytest.mark.parametrize("shape, dims, dtype", [

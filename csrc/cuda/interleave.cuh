@@ -164,30 +164,6 @@ CUTE_DEVICE Vec load_within(Vec const* at, unsigned char const* end) {
   return v;
 }
 
-// Bytes [s, s + 16) of the 32 bytes a then b, for s in 0..15 (s = 0: a).
-CUTE_DEVICE Vec shift_bytes(Vec const& a, Vec const& b, int s) {
-  uint32_t const w[8] = {a.word[0], a.word[1], a.word[2], a.word[3], b.word[0], b.word[1], b.word[2], b.word[3]};
-  int const bits = 8 * (s % 4);
-  Vec out;
-  auto take = [&](auto first) {  // first word: s / 4, a constant in each case below
-    CUTE_UNROLL
-    for (int k = 0; k < 4; ++k) out.word[k] = __funnelshift_r(w[k + first], w[k + first + 1], bits);
-  };
-  switch (s / 4) {
-    case 0: take(cute::Int<0>{}); break;
-    case 1: take(cute::Int<1>{}); break;
-    case 2: take(cute::Int<2>{}); break;
-    default: take(cute::Int<3>{}); break;
-  }
-  return out;
-}
-
-CUTE_DEVICE Vec shuffle_down(Vec v, int delta) {
-  CUTE_UNROLL
-  for (int k = 0; k < 4; ++k) v.word[k] = __shfl_down_sync(0xffffffffu, v.word[k], delta);
-  return v;
-}
-
 CUTE_DEVICE Vec shuffle_from(Vec v, int lane) {
   CUTE_UNROLL
   for (int k = 0; k < 4; ++k) v.word[k] = __shfl_sync(0xffffffffu, v.word[k], lane);
@@ -422,13 +398,6 @@ __global__ void __launch_bounds__(kThreads, kRealignedMinBlocks<C, kPack, kReali
       move_elements<T, C, kPack, G>(src + at.in, dst + at.out, plane_stride, pixel_stride, pixels, planes,
                                     x0 - lane * K, lane, stage);
   }
-}
-
-// One past the input's last byte (strides are non-negative).
-inline unsigned char const* input_end(Problem const& p) {
-  int64_t last = (p.rows - 1) * p.row_stride + (p.cols - 1) * p.col_stride;
-  for (int d = 0; d < p.batch.rank; ++d) last += (p.batch.size[d] - 1) * p.batch.in_stride[d];
-  return static_cast<unsigned char const*>(p.src) + (last + 1) * p.element_size;
 }
 
 // Realigned mode's steps per warp, s = 1 .. kRealignSteps. Its warps run in waves of `resident`

@@ -35,6 +35,10 @@ cudaError_t bind_current_context();
 // The vectorized tile transpose (tile_*.cu): `width`-byte vectors on both sides, `shape` tiles.
 cudaError_t launch_tile(Problem const& p, int width, TileShape shape, cudaStream_t stream);
 
+// The tile transpose of rows off the 16-byte grid (realign.cu): aligned 16-byte vectors on both
+// sides, the input's through cp.async, elements of 1-8 bytes.
+cudaError_t launch_realign(Problem const& p, cudaStream_t stream);
+
 // The tile transpose with two dims on each short side (split_transpose.cu), square tiles.
 cudaError_t launch_split(SplitProblem const& s, int width, cudaStream_t stream);
 

@@ -157,6 +157,13 @@ CUTE_DEVICE T* shared_tile() {
   return reinterpret_cast<T*>(bytes);
 }
 
+// One past the input's last byte (strides are non-negative).
+inline unsigned char const* input_end(Problem const& p) {
+  int64_t last = (p.rows - 1) * p.row_stride + (p.cols - 1) * p.col_stride;
+  for (int d = 0; d < p.batch.rank; ++d) last += (p.batch.size[d] - 1) * p.batch.in_stride[d];
+  return static_cast<unsigned char const*>(p.src) + (last + 1) * p.element_size;
+}
+
 // How many blocks of `kernel` fit on one SM at once, with `smem` bytes of dynamic shared memory.
 template <class Kernel>
 int blocks_per_sm(Kernel kernel, int threads, size_t smem = 0) {

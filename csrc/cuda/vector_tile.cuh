@@ -33,6 +33,32 @@ CUTE_DEVICE void store_vector(void* to, Words<16> const& v) {
                : "memory");
 }
 
+// Bytes [s, s + 16) of the 32 bytes a then b, for s in 0..15 (s = 0: a): a vector of a run that
+// starts s bytes into an aligned vector, from the two aligned vectors it straddles.
+CUTE_DEVICE Words<16> shift_bytes(Words<16> const& a, Words<16> const& b, int s) {
+  uint32_t const w[8] = {a.word[0], a.word[1], a.word[2], a.word[3], b.word[0], b.word[1], b.word[2], b.word[3]};
+  int const bits = 8 * (s % 4);
+  Words<16> out;
+  auto take = [&](auto first) {  // first word: s / 4, a constant in each case below
+    CUTE_UNROLL
+    for (int k = 0; k < 4; ++k) out.word[k] = __funnelshift_r(w[k + first], w[k + first + 1], bits);
+  };
+  switch (s / 4) {
+    case 0: take(cute::Int<0>{}); break;
+    case 1: take(cute::Int<1>{}); break;
+    case 2: take(cute::Int<2>{}); break;
+    default: take(cute::Int<3>{}); break;
+  }
+  return out;
+}
+
+// The vector of the lane `delta` above, within groups of `width` lanes (all 32 lanes call it).
+CUTE_DEVICE Words<16> shuffle_down(Words<16> v, int delta, int width = 32) {
+  CUTE_UNROLL
+  for (int k = 0; k < 4; ++k) v.word[k] = __shfl_down_sync(0xffffffffu, v.word[k], delta, width);
+  return v;
+}
+
 template <int W>
 using VecOf = cute::conditional_t<(W >= 4), Words<W>, cute::conditional_t<W == 2, uint16_t, uint8_t>>;
 
