@@ -438,6 +438,18 @@ def test_padded_is_no_candidate_on_tiles_less_than_a_quarter_full():
     # (the seed ladder's padded op and _permute_with still run it: test_each_kernel_on_its_cases)
 
 
+def test_realign_is_no_candidate_on_fewer_tiles_than_a_wave():
+    # 1000 x 3001 bfloat16: 8 x 24 = 192 tiles, where `padded` ran 0.87 of clone and realign 0.78;
+    # 9973 x 10007: 6241 tiles, where realign ran 0.80 and `padded` 0.64 (the H100)
+    small = torch.empty(1000, 3001, dtype=torch.bfloat16)
+    named = cute_transpose.explain(small, (1, 0), kernel="realign")["cuda"]
+    assert not named["offered"] and named["reason"].endswith("fewer than 660 tiles")
+    assert cute_transpose.explain(small, (1, 0))["cuda"]["kernel"] != "realign"
+    large = torch.empty(9973, 10007, dtype=torch.bfloat16, device="meta")
+    assert cute_transpose.explain(large, (1, 0), kernel="realign")["cuda"]["offered"]
+    assert cute_transpose.explain(large, (1, 0))["cuda"]["kernel"] == "realign"
+
+
 def test_interleave_one_element_per_access_is_no_candidate_on_a_small_grid():
     # 1101 pixels of 5 unaligned float32 channels: 2 blocks of 1024 pixels; 400000: 391
     small, large = torch.empty(1101, 6)[:, 1:], torch.empty(400000, 6)[:, 1:]

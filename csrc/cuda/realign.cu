@@ -20,11 +20,13 @@
 //      of 4 output rows. A vector that an output row shares with the matrix's edge is stored
 //      element by element, its own elements only.
 //
-// Shared memory: staged row r's 16 vectors are permuted by r / V (the 8 threads of a warp that
-// read one output row read rows V apart), and for 1- and 2-byte elements the words inside each
-// vector are rotated by r too (the 4 threads that read 4 neighbouring output rows read different
-// staged rows, as the rows' offsets differ): with neither, 1-byte elements would read at 4-way
-// bank conflicts, 2-byte ones at 2-way (a model of the reads over random strides and offsets).
+// Shared memory: staged row r's 16 vectors are permuted by r / V, since the 8 threads of a warp
+// that read one output row read staged rows V apart; for 1- and 2-byte elements the words inside
+// each vector are rotated by r as well, since the 4 threads that read neighbouring output rows
+// read different staged rows (the output rows' offsets differ). A model of the reads over random
+// strides and offsets: unpermuted, 4- to 32-way bank conflicts (8-byte to 1-byte elements);
+// permuted, none for 4- and 8-byte elements, 2-way for 2-byte, 4-way for 1-byte; rotated too,
+// 1.8-way and 1.6-way.
 #include <cute/arch/copy_sm80.hpp>
 
 #include "launch.h"
