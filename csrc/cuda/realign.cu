@@ -55,8 +55,7 @@ CUTE_DEVICE void copy_async(unsigned char* to, unsigned char const* from, int by
   Words<16> v{};
   for (int i = 0; i < bytes; ++i) v.word[i / 4] |= uint32_t(from[i]) << (8 * (i % 4));
   *reinterpret_cast<Words<16>*>(to) = v;
-  return;
-#endif
+#else
   if (bytes == 16) {
     cute::SM80_CP_ASYNC_CACHEGLOBAL<Vector>::copy(*reinterpret_cast<Vector const*>(from),
                                                   *reinterpret_cast<Vector*>(to));
@@ -64,6 +63,7 @@ CUTE_DEVICE void copy_async(unsigned char* to, unsigned char const* from, int by
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(cute::cast_smem_ptr_to_uint(to)), "l"(from),
                  "r"(bytes));
   }
+#endif
 }
 
 // Element k (of E bytes, k < V) of a vector being gathered.
