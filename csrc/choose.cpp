@@ -844,10 +844,11 @@ constexpr int64_t kMinElementBlocks = 264;
 // bfloat16 (192 tiles) ran it at 0.78 of clone where `padded` runs 0.87.
 constexpr int64_t kMinRealignTiles = 660;
 
+// Its tiles are cut along m' = m + d_n, d_n < V = 16 / E: V - 1 more rows than the matrix has.
 int64_t realign_tiles(Problem const& p) {
-  TileDims const t = realign_tile(p.element_size);
-  int64_t const V = 16 / p.element_size;
-  return (p.rows + V - 1 + t.bm - 1) / t.bm * ((p.cols + t.bn - 1) / t.bn) * p.batch.count;
+  Problem along_m = p;
+  along_m.rows += 16 / p.element_size - 1;
+  return tile_count(along_m, realign_tile(p.element_size));
 }
 
 // Skipping the gaps between pixels (element_skips_gaps, work.h) on a broadcast input (some dim
