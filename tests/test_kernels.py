@@ -314,15 +314,17 @@ def test_interleave_realigns_runs_off_the_16_byte_grid(dtype, channels, pixels, 
     assert_bits_equal(torch.ops.cute_transpose._permute_with(x, list(dims), "interleave"), ref)
 
 
-# Unpacking batches large enough that each realigned warp takes a stretch of several steps
-# (realign_steps, cuda/interleave.cuh: on the H100, 64 images of 299^2 pixels unpack 3 steps a
-# warp), so the vector each plane carries from one step to the next joins them; with the run one
-# byte off the grid as well.
+# Realigned mode over whole image batches, both ways: every plane (and every image's
+# interleaved run) starts at its own offset from the 16-byte grid, and each warp step writes
+# the aligned vectors that start in its 512 pixels, so neighbouring steps must meet exactly; with
+# the storage one byte off the grid as well.
 @needs_cuda
 @pytest.mark.parametrize("channels", [2, 3, 4, 8])
 @pytest.mark.parametrize("shift", [0, 1])
-def test_interleave_realigned_stretches_join_their_steps(channels, shift):
-    x = unaligned_view((64, 299 * 299, channels), torch.uint8, shift)
+@pytest.mark.parametrize("pack", [True, False], ids=["pack", "unpack"])
+def test_interleave_realigned_steps_meet(channels, shift, pack):
+    shape = (64, channels, 299 * 299) if pack else (64, 299 * 299, channels)
+    x = unaligned_view(shape, torch.uint8, shift)
     dims = (0, 2, 1)
     ref = reference(x, dims)
     assert cute_transpose.explain(x, dims, kernel="interleave")["config"].endswith(REALIGNED)

@@ -11,10 +11,10 @@
 //            registers (byte permutes for 1- and 2-byte elements);
 //            J = K = 16 / E;
 //   realigned (uint8; as vector mode, but planes, batch offsets or the interleaved run not
-//            16-byte aligned: odd image sides, offset views) every global access is still an aligned
-//            16-byte vector: a warp loads the aligned vectors that cover each of its runs and
-//            shifts them into place with funnel shifts across neighbouring vectors; it stores
-//            whole aligned vectors likewise, and writes the ragged ends of its runs byte by byte;
+//            16-byte aligned: odd image sides, offset views) every global access is still an
+//            aligned 16-byte vector: a warp stages the aligned vectors that cover its input runs,
+//            and each lane writes whole aligned output vectors, shifted into place from the
+//            staged ones; only the two ends of each output run go out byte by byte; J = 16;
 //   element  (any alignment, any element size, C * E <= 128 bytes, pixels any distance apart on
 //            the interleaved side) one element per access, the run staged in shared memory;
 //            J = K, or fewer where a warp's run would pass 4 KiB. Unpacking pixels with short
@@ -33,8 +33,6 @@ namespace interleave_detail {
 
 using Vec = Words<16>;
 constexpr int kThreads = 256;
-// Realigned mode: at most this many steps of 32 * K pixels a warp takes in turn (move_realigned).
-constexpr int kRealignSteps = 4;
 
 // Element i (of E bytes, E <= 4) of a vector, in the low bits of a word.
 template <int E>
@@ -85,10 +83,11 @@ CUTE_DEVICE void shuffle(Vec const (&in)[C], Vec (&out)[C]) {
 // 16-byte shared-memory access (eight at a time) walk them C apart. For C = 4 or 8 that puts the
 // eight on 2 or 1 of the 8 bank groups, a 4- or 8-way conflict; rotating each run of 8 vectors by
 // its index spreads them (2-way at most), and 8 consecutive vectors still fill all 8 groups.
-// Unpacking only: on the H100, realigned 64 x 299^2 x 4 uint8 unpacked one step a warp went from
-// 0.63 to 0.68 of clone, but packed 0.02-0.04 slower (its stores read the stage at i and i - 1,
-// which the rotation puts on one group); docs/PERFORMANCE.md. Other C are left as they are (odd C
-// is conflict-free; 2 and 6 are 2-way either way).
+// Unpacking only: on the H100 the realigned mode of the time, which staged its vectors the same
+// way, unpacked 64 x 299^2 x 4 uint8 at 0.68 of clone with the rotation and 0.63 without, but
+// packed 0.02-0.04 slower with it (its stores read the stage at i and i - 1, which the rotation
+// puts on one group). Other C are left as they are (odd C is conflict-free; 2 and 6 are 2-way
+// either way).
 template <int C, bool kPack>
 CUTE_DEVICE int staged(int i) {
   if constexpr (C % 4 == 0 && !kPack) return (i & ~7) | ((i + (i >> 3)) & 7);
@@ -146,12 +145,17 @@ CUTE_DEVICE void move_vectors(T const* from, T* to, int64_t plane_stride, int64_
   }
 }
 
-// Realigned mode. A run of bytes at an arbitrary address a is covered by the aligned vectors
-// starting at a - s, s = a % 16; vector j of the run is bytes [s, s + 16) of aligned vectors j
-// and j + 1. A whole aligned vector that holds some of the input's bytes stays inside the
-// input's allocation (allocations start on 256-byte boundaries), except at the input's very
-// end, which the vector that crosses it reads byte by byte (load_within); writes touch only
-// the run's own bytes.
+// Realigned mode (uint8, planes or the interleaved run off the 16-byte grid). A warp step takes
+// 512 pixels, [x0, x0 + 512) of one matrix, and writes the aligned output vectors whose first
+// byte belongs to those pixels: every vector is a whole aligned 16-byte store, no two warps write
+// into one vector, and only the bytes before a run's first aligned vector (by the warp at x0 = 0)
+// and the run's last partial vector go out byte by byte. The step's input runs are read raw, in
+// the aligned vectors that cover them, into the warp's stage; each lane then reads the staged
+// vectors around its bytes and shifts them into place (shift_bytes). A whole aligned vector that
+// holds some of the input's bytes stays inside the input's allocation (allocations start on
+// 256-byte boundaries), except at the input's very end, which the vector that crosses it reads
+// byte by byte (load_within).
+constexpr int kRealignedStep = 512;  // pixels: 32 lanes x 16 bytes
 
 // The aligned vector at `at`, of which only the bytes before `end` are read (the others zero).
 CUTE_DEVICE Vec load_within(Vec const* at, unsigned char const* end) {
@@ -164,120 +168,118 @@ CUTE_DEVICE Vec load_within(Vec const* at, unsigned char const* end) {
   return v;
 }
 
-CUTE_DEVICE Vec shuffle_from(Vec v, int lane) {
+// Byte j of v, j in 0..15 not known at compile time (selects, so that v stays in registers).
+CUTE_DEVICE unsigned char byte_of(Vec const& v, int j) {
+  uint32_t const word = j < 4 ? v.word[0] : j < 8 ? v.word[1] : j < 12 ? v.word[2] : v.word[3];
+  return static_cast<unsigned char>(word >> (8 * (j % 4)));
+}
+
+// v to `to`: one store if all of its 16 bytes are before `end`, else the bytes that are.
+CUTE_DEVICE void store_before(unsigned char* to, Vec const& v, int64_t end_bytes) {
+  if (end_bytes >= 16) store_vector(to, v);
+  else
+    for (int j = 0; j < end_bytes; ++j) to[j] = byte_of(v, j);
+}
+
+// Where a warp's lanes access staged vectors C apart (vectors b + C L, L = 0..7 in each 16-byte
+// shared-memory wavefront), C = 2^t u (u odd) puts them on 8 / 2^t of the 8 bank groups. XOR-ing
+// the low t bits of each vector's index with the index of its run of 8 spreads them over all 8
+// for every b, and keeps 8 consecutive vectors on 8 groups.
+template <int C>
+CUTE_DEVICE int spread(int i) {
+  constexpr int kLowBits = (C & -C) - 1;  // 2^t - 1, at most 7
+  return i ^ ((i >> 3) & kLowBits);
+}
+
+// Unpacking: plane c's vectors of the step start at pixels y = x0 + d_c + 16 L (lane L; d_c < 16
+// the plane's pixels from x0 to its next aligned vector), so the step reads the interleaved
+// pixels [x0, x0 + 527). Lane L's vector of plane c is every C-th byte of the 16 C staged bytes
+// from C (d_c + 16 L) + c: C + 1 staged vectors, shifted by an amount the same for the whole
+// warp, then picked apart (shuffle).
+template <int C>
+constexpr int kUnpackStaged = (33 * C + 1 + 7) / 8 * 8;  // covers 527 C bytes + 15; whole runs of 8 (spread)
+
+template <int C>
+CUTE_DEVICE void unpack_realigned(unsigned char const* from, unsigned char* to, int64_t plane_stride,
+                                  int64_t pixels, int64_t x0, unsigned char const* from_end, int lane, Vec* stage) {
+  int64_t const span = cute::min(pixels - x0, int64_t(kRealignedStep + 15));
+  auto const* run = from + x0 * C;
+  int const s = int(reinterpret_cast<uintptr_t>(run) % 16), cover = int((s + span * C + 15) / 16);
+  Vec const* vectors = reinterpret_cast<Vec const*>(run - s);
+  for (int i = lane; i < cover; i += 32) stage[spread<C>(i)] = load_within(vectors + i, from_end);
+  __syncwarp();
   CUTE_UNROLL
-  for (int k = 0; k < 4; ++k) v.word[k] = __shfl_sync(0xffffffffu, v.word[k], lane);
-  return v;
+  for (int c = 0; c < C; ++c) {
+    unsigned char* const plane = to + c * plane_stride;
+    int const d = int((16 - reinterpret_cast<uintptr_t>(plane + x0) % 16) % 16);
+    if (x0 == 0 && lane < d && lane < pixels) plane[lane] = run[lane * C + c];  // before the first vector
+    int64_t const y = x0 + d + 16 * lane;  // this lane's vector: pixels [y, y + 16)
+    if (y >= pixels) continue;
+    int const at = s + (d + 16 * lane) * C + c;  // staged byte of pixel y's channel c
+    Vec in[C], picked[C];
+    Vec next = stage[spread<C>(at / 16)];
+    CUTE_UNROLL
+    for (int k = 0; k < C; ++k) {
+      Vec const here = next;
+      next = stage[spread<C>(at / 16 + k + 1)];
+      in[k] = shift_bytes(here, next, at % 16);
+    }
+    shuffle<1, C, false>(in, picked);  // picked[0]: bytes 0, C, 2C, ... of in
+    store_before(plane + y, picked[0], pixels - y);
+  }
+  __syncwarp();  // the stage is reused by the warp's next step
 }
 
-CUTE_DEVICE Vec shuffle_up(Vec v, int delta) {
+// Packing: the step's run vectors start at run bytes C x0 + e + 16 v (e < 16 the run's bytes
+// before its first aligned vector; C x0 is a multiple of 16). Lane L's C vectors v = C L ..
+// C L + C - 1 start e % C bytes into pixel x0 + 16 L + e / C: the lane takes 17 pixels of each
+// plane from there (the step stages each plane's pixels [x0, x0 + 520)), interleaves the first
+// 16 (shuffle) and shifts the result by e % C bytes, the 17th pixel filling the end. The lanes'
+// vectors go out through the stage, so that each store of the warp is 512 contiguous bytes.
+template <int C>
+constexpr int kPackStaged = 34 * C;  // per plane: covers 520 bytes + 15
+
+template <int C>
+CUTE_DEVICE void pack_realigned(unsigned char const* from, unsigned char* to, int64_t plane_stride, int64_t pixels,
+                                int64_t x0, unsigned char const* from_end, int lane, Vec* stage) {
+  int64_t const span = cute::min(pixels - x0, int64_t(kRealignedStep + 8)), bytes = pixels * C;
+  int const e = int((16 - reinterpret_cast<uintptr_t>(to) % 16) % 16), q = e / C, r = e % C;
+  if (x0 == 0 && lane < e && lane < bytes) to[lane] = from[(lane % C) * plane_stride + lane / C];  // before the first vector
+  int s[C];  // each plane's offset from the grid at x0
   CUTE_UNROLL
-  for (int k = 0; k < 4; ++k) v.word[k] = __shfl_up_sync(0xffffffffu, v.word[k], delta);
-  return v;
-}
-
-// The whole warp stores its lanes' cover vectors: lane L's vector `chunk` is cover vector i of a
-// run whose cover starts at `cover` (16-byte aligned) and which holds the cover's bytes
-// [first, end); `active` lanes only. A vector all the run's goes out in one store; one the run
-// shares with a neighbouring run (at either end) is stored a byte per lane by the whole warp,
-// only the run's own bytes.
-CUTE_DEVICE void store_covers(unsigned char* cover, int i, Vec const& chunk, int first, int end, bool active,
-                              int lane) {
-  int const lo = 16 * i < first ? first - 16 * i : 0, hi = end - 16 * i < 16 ? end - 16 * i : 16;
-  bool const whole = active && lo == 0 && hi == 16;
-  if (whole) store_vector(cover + 16 * i, chunk);
-  for (unsigned part = __ballot_sync(0xffffffffu, active && !whole && hi > lo); part; part &= part - 1) {
-    int const from = __ffs(part) - 1;
-    Vec const v = shuffle_from(chunk, from);
-    int const b_lo = __shfl_sync(0xffffffffu, lo, from), b_hi = __shfl_sync(0xffffffffu, hi, from);
-    int const at = __shfl_sync(0xffffffffu, i, from);
-    uint32_t const word = lane < 4 ? v.word[0] : lane < 8 ? v.word[1] : lane < 12 ? v.word[2] : v.word[3];
-    if (lane >= b_lo && lane < b_hi) cover[16 * at + lane] = static_cast<unsigned char>(word >> (8 * (lane % 4)));
+  for (int c = 0; c < C; ++c) {
+    auto const* plane = from + c * plane_stride + x0;
+    s[c] = int(reinterpret_cast<uintptr_t>(plane) % 16);
+    int const cover = int((s[c] + span + 15) / 16);
+    Vec const* vectors = reinterpret_cast<Vec const*>(plane - s[c]);
+    for (int i = lane; i < cover; i += 32) stage[c * 34 + i] = load_within(vectors + i, from_end);
   }
-}
-
-// Realigned mode, one warp: a stretch of `n` pixels (n >= 1) from `from` and `to` (pack: plane 0
-// and the interleaved run at the stretch's first pixel; unpack: the other way round), in steps
-// of 32 * K pixels. Within a stretch, the aligned vector that straddles two steps is stored
-// whole by the later step, from a vector carried over from the earlier one, so only the two
-// ends of the stretch's runs are stored byte by byte. (realign_steps gives packing warps one
-// step; stretches of several are unpacking's, and the packing side keeps the same carry.)
-template <class T, int C, bool kPack>
-CUTE_DEVICE void move_realigned(T const* from, T* to, int64_t plane_stride, int64_t n, unsigned char const* from_end,
-                               int lane, Vec* stage) {
-  constexpr int E = sizeof(T), K = 16 / E, kStep = 32 * K;  // pixels a step
-  // The planes' and the interleaved run's offsets from the 16-byte grid (the same every step).
-  auto const offset = [](void const* q) { return int(reinterpret_cast<uintptr_t>(q) % 16); };
-  int const run_s = offset(kPack ? static_cast<void const*>(to) : from);
-  Vec carry[kPack ? 1 : C] = {};  // the previous step's last vector of the run (pack) or of each plane
-  for (int64_t x = 0; x < n; x += kStep) {
-    int const step = n - x < kStep ? int(n - x) : kStep;
-    bool const first = x == 0, last = x + kStep >= n;
-    Vec in[C], shuffled[C];
-    if constexpr (kPack) {
-      // Each plane: lane j loads aligned vectors j (and lane 31 vector 32), then shifts.
-      CUTE_UNROLL
-      for (int c = 0; c < C; ++c) {
-        T const* const plane = from + c * plane_stride + x;
-        int const s = offset(plane), cover = s + step * E;
-        Vec const* vectors = reinterpret_cast<Vec const*>(reinterpret_cast<unsigned char const*>(plane) - s);
-        Vec const mine = 16 * lane < cover ? load_within(vectors + lane, from_end) : Vec{};
-        Vec const next = shuffle_down(mine, 1);
-        in[c] = shift_bytes(mine, lane == 31 ? (16 * 32 < cover ? load_within(vectors + 32, from_end) : Vec{}) : next, s);
-      }
-    } else {
-      // The interleaved run: its aligned cover through shared memory, then each lane's C vectors.
-      auto const* run = reinterpret_cast<unsigned char const*>(from + x * C);
-      int const cover = (run_s + step * C * E + 15) / 16;
-      Vec const* vectors = reinterpret_cast<Vec const*>(run - run_s);
-      for (int i = lane; i < cover; i += 32) stage[staged<C, kPack>(i)] = load_within(vectors + i, from_end);
-      __syncwarp();
-      CUTE_UNROLL
-      for (int c = 0; c < C; ++c)
-        in[c] = shift_bytes(stage[staged<C, kPack>(lane * C + c)], stage[staged<C, kPack>(lane * C + c + 1)], run_s);
-      __syncwarp();
-    }
-    shuffle<E, C, kPack>(in, shuffled);
-    if constexpr (kPack) {
-      // The run: lane j's C vectors are the step's run vectors j * C .. j * C + C - 1. Cover
-      // vector i is run vectors i - 1 and i (vector -1: the previous step's last).
-      constexpr int kLast = 32 * C - 1;
-      if (!first) carry[0] = stage[staged<C, kPack>(kLast)];
-      __syncwarp();
-      CUTE_UNROLL
-      for (int c = 0; c < C; ++c) stage[staged<C, kPack>(lane * C + c)] = shuffled[c];
-      __syncwarp();
-      auto* const cover = reinterpret_cast<unsigned char*>(to + x * C) - run_s;
-      int const end = run_s + step * C * E, vectors = last ? (end + 15) / 16 : 32 * C;
-      for (int i0 = 0; i0 < vectors; i0 += 32) {  // the whole warp each time (store_covers)
-        int const i = i0 + lane;
-        Vec const here = stage[staged<C, kPack>(i < kLast ? i : kLast)];  // past the run's end: never stored
-        Vec const before = i == 0 ? carry[0] : stage[staged<C, kPack>(i <= kLast ? i - 1 : kLast)];
-        store_covers(cover, i, run_s ? shift_bytes(before, here, 16 - run_s) : here, first ? run_s : 0, end,
-                     i < vectors, lane);
-      }
-      __syncwarp();
-    } else {
-      // Each plane: cover vector i is lane i - 1's and lane i's vectors (lane -1: the previous
-      // step's lane 31); the vector past lane 31, at the stretch's end only.
-      CUTE_UNROLL
-      for (int c = 0; c < C; ++c) {
-        T* const plane = to + c * plane_stride + x;
-        int const s = offset(plane), end = s + step * E;
-        auto* const cover = reinterpret_cast<unsigned char*>(plane) - s;
-        Vec const up = shuffle_up(shuffled[c], 1);
-        Vec const before = lane == 0 ? carry[c] : up;  // lane 0 at the first step: never stored
-        Vec const tail = shuffle_from(shuffled[c], 31);
-        if (s == 0) {
-          store_covers(cover, lane, shuffled[c], 0, end, true, lane);
-        } else {
-          store_covers(cover, lane, shift_bytes(before, shuffled[c], 16 - s), first ? s : 0, end, true, lane);
-          if (last) store_covers(cover, 32, shift_bytes(tail, tail, 16 - s), 0, end, lane == 0, lane);
-        }
-        carry[c] = tail;
-      }
-    }
+  __syncwarp();
+  Vec in[C], run[C];
+  uint32_t tail[4] = {};  // the 17th pixel's C bytes
+  CUTE_UNROLL
+  for (int c = 0; c < C; ++c) {
+    int const at = s[c] + q + 16 * lane;  // staged byte of the lane's first pixel
+    Vec const here = stage[c * 34 + at / 16], next = stage[c * 34 + at / 16 + 1];
+    in[c] = shift_bytes(here, next, at % 16);
+    tail[c / 4] |= uint32_t(byte_of(next, at % 16)) << (8 * (c % 4));
   }
+  shuffle<1, C, true>(in, run);
+  if (r != 0) {
+    Vec const last = {{tail[0], tail[1], tail[2], tail[3]}};
+    CUTE_UNROLL
+    for (int k = 0; k < C; ++k) run[k] = shift_bytes(run[k], k + 1 < C ? run[k + 1] : last, r);
+  }
+  __syncwarp();
+  CUTE_UNROLL
+  for (int k = 0; k < C; ++k) stage[spread<C>(lane * C + k)] = run[k];
+  __syncwarp();
+  CUTE_UNROLL
+  for (int k = 0; k < C; ++k) {
+    int64_t const at = x0 * C + e + 16 * (k * 32 + lane);  // the vector's first byte of the run
+    if (at < bytes) store_before(to + at, stage[spread<C>(k * 32 + lane)], bytes - at);
+  }
+  __syncwarp();  // the stage is reused by the warp's next step
 }
 
 // Element mode (any alignment, any element size, and pixels on the interleaved side any
@@ -350,24 +352,14 @@ CUTE_DEVICE void move_elements(T const* from, T* to, int64_t plane_stride, int64
   __syncwarp();  // the stage is reused by the next block's pixels
 }
 
-// Realigned unpacking of up to 4 channels is held to 64 registers, four blocks of 256 threads
-// per SM: left alone, ptxas gave 4 channels 78 registers and the SM three blocks (Nsight
-// Compute, 64 x 299^2 x 4 uint8: 31% of warps active), and 64 cost a few spilled words. On the
-// H100 that moved 64 x 299^2 x 4 uint8 from 0.74 to 0.77 of clone (docs/PERFORMANCE.md). 0:
-// no minimum, the compiler's own choice (for packing it already stays at or under 64).
-template <int C, bool kPack, bool kRealign>
-constexpr int kRealignedMinBlocks = kRealign && !kPack && C <= 4 ? 4 : 0;
-
-// Both modes: block t of a matrix takes pixels [t * kThreads * J, (t + 1) * kThreads * J), each
-// warp 32 * J of them, each lane (vector mode) J.
-template <class T, int C, bool kPack, bool kVector, Gaps G, bool kRealign = false>
-__global__ void __launch_bounds__(kThreads, kRealignedMinBlocks<C, kPack, kRealign>)
-    interleave(Problem p, int64_t blocks_per_matrix, int planes, int steps, unsigned char const* src_end) {
+// Vector and element modes: block t of a matrix takes pixels [t * kThreads * J, (t + 1) * kThreads
+// * J), each warp 32 * J of them, each lane (vector mode) J.
+template <class T, int C, bool kPack, bool kVector, Gaps G>
+__global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks_per_matrix, int planes) {
   constexpr int K = pixels_per_lane<T, C, kVector>();
   constexpr int kWarps = kThreads / 32;
   using Staged = cute::conditional_t<kVector, Vec, T>;
-  // Realigned mode stages one vector more, at 32 * C (staged() leaves it there).
-  constexpr int kStaged = kVector ? 32 * C + kRealign : 33 * K * C;  // per warp
+  constexpr int kStaged = kVector ? 32 * C : 33 * K * C;  // per warp
   // Raw bytes: a 16-byte element type has constructors, which __shared__ variables may not run.
   __shared__ alignas(16) unsigned char raw[kWarps * kStaged * sizeof(Staged)];
   int const lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -377,17 +369,6 @@ __global__ void __launch_bounds__(kThreads, kRealignedMinBlocks<C, kPack, kReali
   int64_t const pixel_stride = kPack ? p.out_col_stride : p.row_stride;  // on the interleaved side
   T const* src = static_cast<T const*>(p.src);
   T* dst = static_cast<T*>(p.dst);
-  if constexpr (kRealign) {  // each warp a stretch of `steps` steps of 32 * K pixels
-    int64_t const stretch = int64_t(steps) * 32 * K, per_matrix = (pixels + stretch - 1) / stretch;
-    for (int64_t w = int64_t(blockIdx.x) * kWarps + warp; w < p.batch.count * per_matrix;
-         w += int64_t(gridDim.x) * kWarps) {
-      Offsets const at = p.batch(w / per_matrix);
-      int64_t const x0 = (w % per_matrix) * stretch, n = pixels - x0 < stretch ? pixels - x0 : stretch;
-      move_realigned<T, C, kPack>(src + at.in + x0 * (kPack ? 1 : C), dst + at.out + x0 * (kPack ? C : 1),
-                                  plane_stride, n, src_end, lane, stage);
-    }
-    return;
-  }
   int64_t const blocks = p.batch.count * blocks_per_matrix;
   for (int64_t t = blockIdx.x; t < blocks; t += gridDim.x) {
     Offsets const at = p.batch(t / blocks_per_matrix);
@@ -400,25 +381,23 @@ __global__ void __launch_bounds__(kThreads, kRealignedMinBlocks<C, kPack, kReali
   }
 }
 
-// Realigned mode's steps per warp, s = 1 .. kRealignSteps. Its warps run in waves of `resident`
-// (as many as the GPU holds at once), and a wave lasts about s steps, plus about one more where
-// the warps unpack: each stretch then ends in byte-wise stores on C planes. So unpacking takes
-// the s that minimises waves(s) * (s + 1), the fewest steps winning ties: a last wave only
-// partly full costs as much as a full one. Packing ends each stretch on one run, so its cost is
-// waves(s) * s, which is never below one step's waves: one step a warp. On the H100
-// (docs/PERFORMANCE.md, "Realigned stretches in waves"), 64 x 299^2 x 4 uint8 unpacked at 0.63
-// of clone with one step a warp (3.5 waves) and 0.72 with four (0.9 of a wave); packing 2-4
-// channels ran fastest at one step.
-inline int realign_steps(int64_t matrices, int64_t steps_per_matrix, int64_t resident, bool pack) {
-  if (pack) return 1;
-  int best = 1;
-  int64_t best_cost = INT64_MAX;
-  for (int s = 1; s <= kRealignSteps; ++s) {
-    int64_t const warps = matrices * ((steps_per_matrix + s - 1) / s);
-    int64_t const cost = (warps + resident - 1) / resident * (s + 1);
-    if (cost < best_cost) best = s, best_cost = cost;
+// Realigned mode: warp w of the grid takes step w % steps of matrix w / steps.
+template <int C, bool kPack>
+__global__ void __launch_bounds__(kThreads) realigned(Problem p, unsigned char const* src_end) {
+  constexpr int kWarps = kThreads / 32, kStaged = kPack ? kPackStaged<C> : kUnpackStaged<C>;
+  __shared__ Vec stages[kWarps * kStaged];
+  int const lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int64_t const pixels = kPack ? p.cols : p.rows, steps = (pixels + kRealignedStep - 1) / kRealignedStep;
+  int64_t const plane_stride = kPack ? p.row_stride : p.out_col_stride;
+  auto const* src = static_cast<unsigned char const*>(p.src);
+  auto* dst = static_cast<unsigned char*>(p.dst);
+  Vec* const stage = stages + warp * kStaged;
+  for (int64_t w = int64_t(blockIdx.x) * kWarps + warp; w < p.batch.count * steps; w += int64_t(gridDim.x) * kWarps) {
+    Offsets const at = p.batch(w / steps);
+    int64_t const x0 = (w % steps) * kRealignedStep;
+    if constexpr (kPack) pack_realigned<C>(src + at.in, dst + at.out, plane_stride, pixels, x0, src_end, lane, stage);
+    else unpack_realigned<C>(src + at.in, dst + at.out, plane_stride, pixels, x0, src_end, lane, stage);
   }
-  return best;
 }
 
 template <class T, int C, bool kPack, bool kVector>
@@ -432,13 +411,9 @@ cudaError_t launch_with(Problem const& p, int planes, cudaStream_t stream) {
   // (the chooser gives wider elements one element per access there: choose.cpp, interleave_width).
   if constexpr (kVector && sizeof(T) == 1) {
     if (!interleave_vectors_aligned(p, kPack)) {
-      auto const realigned = interleave<T, C, kPack, true, Gaps::None, true>;
-      static int const resident = (kThreads / 32) * blocks_per_sm(realigned, kThreads) * sm_count();  // warps
-      int const per_warp = realign_steps(p.batch.count, (pixels + 32 * K - 1) / (32 * K), resident, kPack);
-      int64_t const stretch = int64_t(per_warp) * 32 * K, warps = p.batch.count * ((pixels + stretch - 1) / stretch);
+      int64_t const warps = p.batch.count * ((pixels + kRealignedStep - 1) / kRealignedStep);
       int64_t const grid = (warps + kThreads / 32 - 1) / (kThreads / 32);
-      realigned<<<unsigned(grid < INT_MAX ? grid : INT_MAX), kThreads, 0, stream>>>(p, per_matrix, planes, per_warp,
-                                                                                   input_end(p));
+      realigned<C, kPack><<<unsigned(grid < INT_MAX ? grid : INT_MAX), kThreads, 0, stream>>>(p, input_end(p));
       return cudaGetLastError();
     }
   } else if constexpr (!kVector) {
@@ -446,7 +421,7 @@ cudaError_t launch_with(Problem const& p, int planes, cudaStream_t stream) {
     if constexpr (!kPack)
       if (planes != C) kernel = interleave<T, C, kPack, false, Gaps::Read>;
   }
-  kernel<<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), kThreads, 0, stream>>>(p, per_matrix, planes, 1, nullptr);
+  kernel<<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), kThreads, 0, stream>>>(p, per_matrix, planes);
   return cudaGetLastError();
 }
 
