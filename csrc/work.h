@@ -123,6 +123,14 @@ inline bool interleave_vectors_aligned(Problem const& p, bool pack) {
   return ok;
 }
 
+// The output's rows (n) and matrices all start on the 16-byte grid: the Realign kernel then
+// writes each output row's aligned vectors from m = 0 (cuda/realign.cu).
+inline bool output_rows_aligned(Problem const& p) {
+  bool ok = (p.out_col_stride * p.element_size) % 16 == 0 && reinterpret_cast<uintptr_t>(p.dst) % 16 == 0;
+  for (int d = 0; d < p.batch.rank; ++d) ok = ok && (p.batch.out_stride[d] * p.element_size) % 16 == 0;
+  return ok;
+}
+
 // The Split kernel's work (cuda/split_transpose.cu): a transpose whose m or n dim is shorter
 // than a tile takes a second, outer dim on that side, so that a tile holds several small
 // matrices side by side. Side index i is then (i % inner, i / inner): offsets

@@ -347,6 +347,8 @@ REALIGN_CASES = [
     ((1000, 72), (1, 0), 2),          # 72 columns
     ((67, 130, 131), (1, 2, 0), 7),   # (67, 130 * 131) transposed; stepped, (67, 131) matrices in a batch of 130
     ((5, 41, 2051), (2, 0, 1), 15),   # (5 * 41, 2051) transposed; stepped, a batch of 5 interleaved in the output
+    ((2, 160, 1001), (0, 2, 1), 3),   # output rows of 160 elements: whole vectors for every size (register transposes)
+    ((48, 2053), (1, 0), 1),          # the same, 48 rows: the tile's m-side mostly empty
 ]
 
 
@@ -358,6 +360,10 @@ def test_realign_moves_rows_off_the_16_byte_grid(dtype, case):
 
     def check(x):
         ref = reference(x, dims)
+        # output rows of whole aligned vectors take the register transposes (phase 2' in cuda/realign.cu)
+        aligned = (x.shape[dims[-1]] * x.element_size()) % 16 == 0
+        config = cute_transpose.explain(x, dims, kernel="realign")["config"]
+        assert ("register transposes" in config) == aligned, config
         torch.full((ref.numel() * ref.element_size(),), 0xA5, dtype=torch.uint8, device="cuda")  # poison
         assert_bits_equal(torch.ops.cute_transpose._permute_with(x, list(dims), "realign"), ref)
 

@@ -19,6 +19,11 @@
 //      row from V staged rows and stores it whole; a warp stores 8 consecutive vectors of each
 //      of 4 output rows. A vector that an output row shares with the matrix's edge is stored
 //      element by element, its own elements only.
+//   2'. where every output row starts on the 16-byte grid (d_n = 0: a transposed offset view, or
+//      input rows of any length into output rows of whole vectors), the tile stages no extra
+//      rows and phase 2 is the Tile kernel's: each thread transposes a V x V block of staged
+//      elements in registers and stores V whole vectors, instead of gathering V elements per
+//      vector from shared memory.
 //
 // Shared memory: staged row r's 16 vectors are permuted by r / V, since the 8 threads of a warp
 // that read one output row read staged rows V apart; for 1- and 2-byte elements the words inside
@@ -37,12 +42,14 @@ namespace realign_detail {
 
 constexpr int kThreads = realign_tile(1).threads;
 
-template <class T>
+// kAligned: every output row starts on the 16-byte grid (d_n = 0), so a tile stages its own rows only.
+template <class T, bool kAligned>
 struct Geometry {
   static constexpr int E = sizeof(T), V = 16 / E;
   static constexpr int BM = realign_tile(E).bm;  // elements of an output row a tile writes (along m')
   static constexpr int BN = realign_tile(E).bn;  // elements of an input row a tile reads (along n): 256 bytes
-  static constexpr int kRows = BM + V - 1;       // staged input rows: the tile's own and V - 1 above
+  static constexpr int kAbove = kAligned ? 0 : V - 1;  // staged rows above the tile's own
+  static constexpr int kRows = BM + kAbove;
   static constexpr int kVectors = 256 / 16 + 1;  // aligned vectors that cover 256 bytes anywhere
   static constexpr int kPitch = 16 * kVectors;   // bytes per staged row
 };
@@ -79,6 +86,15 @@ CUTE_DEVICE void put(Words<16>& v, int k, T x) {
   }
 }
 
+// Element k (k < V) of a vector: the inverse of put.
+template <class T>
+CUTE_DEVICE T element_of(Words<16> const& v, int k) {
+  constexpr int E = sizeof(T);
+  if constexpr (E == 8) return T(v.word[2 * k]) | (T(v.word[2 * k + 1]) << 32);
+  else if constexpr (E == 4) return T(v.word[k]);
+  else return T(v.word[k * E / 4] >> (8 * E * (k % (4 / E))));
+}
+
 // Where vector i and element byte b of staged row r lie, from the row's start: vector i at
 // position i ^ ((r / V) % 8), its words rotated by rotation(r).
 template <int E>
@@ -110,9 +126,9 @@ CUTE_DEVICE Words<16> rotate_words(Words<16> const& v, int k) {
   }
 }
 
-template <class T>
+template <class T, bool kAligned>
 __global__ void __launch_bounds__(kThreads) realign_transpose(Problem p, unsigned char const* src_end) {
-  using G = Geometry<T>;
+  using G = Geometry<T, kAligned>;
   constexpr int E = G::E, V = G::V;
   __shared__ alignas(16) unsigned char staged[G::kRows * G::kPitch];
   auto const* const src = static_cast<unsigned char const*>(p.src);
@@ -121,10 +137,10 @@ __global__ void __launch_bounds__(kThreads) realign_transpose(Problem p, unsigne
   int const lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   // (sIn * E) mod 16: how far each next input row's offset into its first vector moves.
   int const row_step = int((uint64_t(p.row_stride) * E) % 16);
-  TileWalk const walk(M + V - 1, N, p.batch.count, G::BM, G::BN, p.m_first);  // tiles of (m', n)
+  TileWalk const walk(M + G::kAbove, N, p.batch.count, G::BM, G::BN, p.m_first);  // tiles of (m', n)
   for (int64_t t = blockIdx.x; t < walk.count; t += gridDim.x) {
     TileCoord const tile = walk(t, p.batch);
-    int64_t const m_top = tile.m * G::BM - (V - 1);  // the input row staged first
+    int64_t const m_top = tile.m * G::BM - G::kAbove;  // the input row staged first
     int64_t const n0 = tile.n * G::BN;
     int const run = int(N - n0 < G::BN ? N - n0 : G::BN) * E;  // bytes of each staged row that are the tile's
     // The offset into its first vector of staged row r: s(0) + r * row_step, mod 16.
@@ -156,11 +172,44 @@ __global__ void __launch_bounds__(kThreads) realign_transpose(Problem p, unsigne
       Words<16> const here = mine ? *reinterpret_cast<Words<16> const*>(row + 16 * h) : Words<16>{};
       Words<16> next = shuffle_down(here, 1, 16);
       if (h == 15 && mine) next = *reinterpret_cast<Words<16> const*>(row + 16 * 16);
-      Words<16> const placed = rotate_words(shift_bytes(here, next, s), rotation<E>(r));
+      Words<16> const placed = rotate_words(shift_bytes(here, next, s), kAligned ? 0 : rotation<E>(r));
       __syncwarp();
       if (mine) *reinterpret_cast<Words<16>*>(row + vector_at<E>(r, h)) = placed;
     }
     __syncthreads();
+
+    if constexpr (kAligned) {
+      //
+      // 2'. aligned output rows: each thread takes a V x V block -- V staged rows by one vector --
+      //     and transposes it in registers (as the Tile kernel does); consecutive threads take
+      //     consecutive blocks down the tile, so a warp writes runs of each output row
+      //
+      constexpr int CM = G::BM / V, CN = G::BN / V;
+      for (int b = threadIdx.x; b < CM * CN; b += kThreads) {
+        int const c = b % CM, h = b / CM;
+        if (n0 + h * V >= N) continue;
+        int64_t const m0 = tile.m * G::BM + c * V;
+        Words<16> rows[V];
+        CUTE_UNROLL
+        for (int k = 0; k < V; ++k)
+          rows[k] = *reinterpret_cast<Words<16> const*>(staged + (c * V + k) * G::kPitch + vector_at<E>(c * V + k, h));
+        CUTE_UNROLL
+        for (int j = 0; j < V; ++j) {  // each column stored as soon as it is built (registers)
+          if (n0 + h * V + j >= N) break;
+          Words<16> const column = transposed_column<T, V>(rows, j);
+          T* const out_row = dst + tile.at.out + (n0 + h * V + j) * p.out_col_stride;
+          if (m0 + V <= M) {
+            store_vector(out_row + m0, column);
+          } else {
+            CUTE_UNROLL
+            for (int k = 0; k < V; ++k)
+              if (m0 + k < M) out_row[m0 + k] = element_of<T>(column, k);
+          }
+        }
+      }
+      __syncthreads();  // the next tile reuses the stage
+      continue;
+    }
 
     //
     // 2. shared -> global: (BN, BM / V) output vectors; a warp takes 4 output rows x 8 vectors
@@ -200,10 +249,13 @@ cudaError_t launch_realign(Problem const& p, cudaStream_t stream) {
     if constexpr (sizeof(T) > 8) {
       return cudaErrorInvalidValue;  // 16-byte elements are whole vectors: the Tile kernel's
     } else {
-      using G = Geometry<T>;
-      TileWalk const walk(p.rows + G::V - 1, p.cols, p.batch.count, G::BM, G::BN, p.m_first);
-      realign_transpose<T><<<walk.grid(), kThreads, 0, stream>>>(p, input_end(p));
-      return cudaGetLastError();
+      auto const launch = [&](auto aligned) {
+        using G = Geometry<T, decltype(aligned)::value>;
+        TileWalk const walk(p.rows + G::kAbove, p.cols, p.batch.count, G::BM, G::BN, p.m_first);
+        realign_transpose<T, decltype(aligned)::value><<<walk.grid(), kThreads, 0, stream>>>(p, input_end(p));
+        return cudaGetLastError();
+      };
+      return output_rows_aligned(p) ? launch(cute::true_type{}) : launch(cute::false_type{});
     }
   });
 }

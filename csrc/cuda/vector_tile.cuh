@@ -91,42 +91,44 @@ struct VecTile {
       cute::Layout<cute::Shape<cute::Int<BM>, cute::Int<CN>>, cute::Stride<cute::Int<CN>, cute::_1>>{}));  // (BM,CN)
 };
 
-// out[j] = column j of the V x V block whose rows are in[0..V): element k of out[j] is
-// element j of in[k]. Elements of 4 bytes or more are whole words: only registers move.
+// Column j of the V x V block whose rows are in[0..V): element k of the result is element j of
+// in[k]. Elements of 4 bytes or more are whole words: only registers move. (One column at a
+// time, so that a caller can store each column before the next is built.)
 template <class T, int V, class Vec>
-CUTE_DEVICE void transpose_block(Vec const (&in)[V], Vec (&out)[V]) {
+CUTE_DEVICE Vec transposed_column(Vec const (&in)[V], int j) {
   constexpr int kWords = sizeof(Vec) / 4;
+  Vec out;
   if constexpr (V == 1) {
-    out[0] = in[0];
+    out = in[0];
   } else if constexpr (sizeof(T) >= 4) {
     constexpr int kWordsPerElem = sizeof(T) / 4;
     CUTE_UNROLL
-    for (int j = 0; j < V; ++j)
+    for (int k = 0; k < V; ++k)
       CUTE_UNROLL
-      for (int k = 0; k < V; ++k)
-        CUTE_UNROLL
-        for (int q = 0; q < kWordsPerElem; ++q)
-          out[j].word[k * kWordsPerElem + q] = in[k].word[j * kWordsPerElem + q];
+      for (int q = 0; q < kWordsPerElem; ++q) out.word[k * kWordsPerElem + q] = in[k].word[j * kWordsPerElem + q];
   } else if constexpr (sizeof(T) == 2) {
-    // Output word w of column j: the halves j of rows 2w and 2w+1.
+    // Output word w: the halves j of rows 2w and 2w+1.
     CUTE_UNROLL
-    for (int j = 0; j < V; ++j)
-      CUTE_UNROLL
-      for (int w = 0; w < kWords; ++w)
-        out[j].word[w] = __byte_perm(in[2 * w].word[j / 2], in[2 * w + 1].word[j / 2], (j & 1) ? 0x7632 : 0x5410);
+    for (int w = 0; w < kWords; ++w)
+      out.word[w] = __byte_perm(in[2 * w].word[j / 2], in[2 * w + 1].word[j / 2], (j & 1) ? 0x7632 : 0x5410);
   } else {
-    // Output word w of column j: the bytes j of rows 4w .. 4w+3, paired up, then joined.
+    // Output word w: the bytes j of rows 4w .. 4w+3, paired up, then joined.
+    uint32_t const pick = (j & 3) | ((4 + (j & 3)) << 4);  // byte j%4 of each operand
     CUTE_UNROLL
-    for (int j = 0; j < V; ++j) {
-      uint32_t const pick = (j & 3) | ((4 + (j & 3)) << 4);  // byte j%4 of each operand
-      CUTE_UNROLL
-      for (int w = 0; w < kWords; ++w) {
-        uint32_t const lo = __byte_perm(in[4 * w].word[j / 4], in[4 * w + 1].word[j / 4], pick);
-        uint32_t const hi = __byte_perm(in[4 * w + 2].word[j / 4], in[4 * w + 3].word[j / 4], pick);
-        out[j].word[w] = __byte_perm(lo, hi, 0x5410);
-      }
+    for (int w = 0; w < kWords; ++w) {
+      uint32_t const lo = __byte_perm(in[4 * w].word[j / 4], in[4 * w + 1].word[j / 4], pick);
+      uint32_t const hi = __byte_perm(in[4 * w + 2].word[j / 4], in[4 * w + 3].word[j / 4], pick);
+      out.word[w] = __byte_perm(lo, hi, 0x5410);
     }
   }
+  return out;
+}
+
+// out[j] = column j of the V x V block whose rows are in[0..V).
+template <class T, int V, class Vec>
+CUTE_DEVICE void transpose_block(Vec const (&in)[V], Vec (&out)[V]) {
+  CUTE_UNROLL
+  for (int j = 0; j < V; ++j) out[j] = transposed_column<T, V>(in, j);
 }
 
 //
