@@ -182,6 +182,17 @@ CUTE_DEVICE void store_before(unsigned char* to, Vec const& v, int64_t end_bytes
     for (int j = 0; j < end_bytes; ++j) to[j] = byte_of(v, j);
 }
 
+// The warp stages the aligned vectors that cover `bytes` bytes from `run`, vector i at
+// stage[at(i)]; returns the run's offset into its first vector.
+template <class At>
+CUTE_DEVICE int stage_cover(unsigned char const* run, int64_t bytes, unsigned char const* from_end, int lane,
+                            Vec* stage, At at) {
+  int const s = int(reinterpret_cast<uintptr_t>(run) % 16), cover = int((s + bytes + 15) / 16);
+  Vec const* vectors = reinterpret_cast<Vec const*>(run - s);
+  for (int i = lane; i < cover; i += 32) stage[at(i)] = load_within(vectors + i, from_end);
+  return s;
+}
+
 // Where a warp's lanes access staged vectors C apart (vectors b + C L, L = 0..7 in each 16-byte
 // shared-memory wavefront), C = 2^t u (u odd) puts them on 8 / 2^t of the 8 bank groups. XOR-ing
 // the low t bits of each vector's index with the index of its run of 8 spreads them over all 8
@@ -205,9 +216,7 @@ CUTE_DEVICE void unpack_realigned(unsigned char const* from, unsigned char* to, 
                                   int64_t pixels, int64_t x0, unsigned char const* from_end, int lane, Vec* stage) {
   int64_t const span = cute::min(pixels - x0, int64_t(kRealignedStep + 15));
   auto const* run = from + x0 * C;
-  int const s = int(reinterpret_cast<uintptr_t>(run) % 16), cover = int((s + span * C + 15) / 16);
-  Vec const* vectors = reinterpret_cast<Vec const*>(run - s);
-  for (int i = lane; i < cover; i += 32) stage[spread<C>(i)] = load_within(vectors + i, from_end);
+  int const s = stage_cover(run, span * C, from_end, lane, stage, [](int i) { return spread<C>(i); });
   __syncwarp();
   CUTE_UNROLL
   for (int c = 0; c < C; ++c) {
@@ -237,8 +246,9 @@ CUTE_DEVICE void unpack_realigned(unsigned char const* from, unsigned char* to, 
 // plane from there (the step stages each plane's pixels [x0, x0 + 520)), interleaves the first
 // 16 (shuffle) and shifts the result by e % C bytes, the 17th pixel filling the end. The lanes'
 // vectors go out through the stage, so that each store of the warp is 512 contiguous bytes.
+constexpr int kPlaneStaged = 34;  // vectors staged per plane: cover 520 bytes + 15
 template <int C>
-constexpr int kPackStaged = 34 * C;  // per plane: covers 520 bytes + 15
+constexpr int kPackStaged = kPlaneStaged * C;
 
 template <int C>
 CUTE_DEVICE void pack_realigned(unsigned char const* from, unsigned char* to, int64_t plane_stride, int64_t pixels,
@@ -248,20 +258,15 @@ CUTE_DEVICE void pack_realigned(unsigned char const* from, unsigned char* to, in
   if (x0 == 0 && lane < e && lane < bytes) to[lane] = from[(lane % C) * plane_stride + lane / C];  // before the first vector
   int s[C];  // each plane's offset from the grid at x0
   CUTE_UNROLL
-  for (int c = 0; c < C; ++c) {
-    auto const* plane = from + c * plane_stride + x0;
-    s[c] = int(reinterpret_cast<uintptr_t>(plane) % 16);
-    int const cover = int((s[c] + span + 15) / 16);
-    Vec const* vectors = reinterpret_cast<Vec const*>(plane - s[c]);
-    for (int i = lane; i < cover; i += 32) stage[c * 34 + i] = load_within(vectors + i, from_end);
-  }
+  for (int c = 0; c < C; ++c)
+    s[c] = stage_cover(from + c * plane_stride + x0, span, from_end, lane, stage + c * kPlaneStaged, [](int i) { return i; });
   __syncwarp();
   Vec in[C], run[C];
   uint32_t tail[4] = {};  // the 17th pixel's C bytes
   CUTE_UNROLL
   for (int c = 0; c < C; ++c) {
     int const at = s[c] + q + 16 * lane;  // staged byte of the lane's first pixel
-    Vec const here = stage[c * 34 + at / 16], next = stage[c * 34 + at / 16 + 1];
+    Vec const here = stage[c * kPlaneStaged + at / 16], next = stage[c * kPlaneStaged + at / 16 + 1];
     in[c] = shift_bytes(here, next, at % 16);
     tail[c / 4] |= uint32_t(byte_of(next, at % 16)) << (8 * (c % 4));
   }
