@@ -631,7 +631,7 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 }  // namespace
 
 std::vector<std::string> const& candidate_names() {
-  static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "padded", "aten"};
+  static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather", "padded", "aten"};
   return names;
 }
 
@@ -646,6 +646,7 @@ char const* kernel_name(Kernel k) {
     case Kernel::Pipelined: return "pipelined";
     case Kernel::Split: return "split";
     case Kernel::Realign: return "realign";
+    case Kernel::Gather: return "gather";
     case Kernel::NaiveCoalescedRead: return "naive_coalesced_read";
     case Kernel::NaiveCoalescedWrite: return "naive_coalesced_write";
     case Kernel::BankConflictRead: return "bank_conflict_read";
@@ -726,6 +727,7 @@ std::string Choice::config() const {
         << (problem->m_first ? ", m-tiles first" : "");
       break;
     }
+    case Kernel::Gather: o << width << "-byte stores, every element loaded on its own"; break;
     case Kernel::Aten: o << "torch's own strided copy"; break;
     default: break;
   }
@@ -749,6 +751,13 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (!(c.problem = rows_problem(plan))) return *why = plan.copy_route() ? "more than 8 dims" : "not the copy route", std::nullopt;
       if (!contiguous_rows_output(*c.problem)) return *why = "the output is not contiguous rows", std::nullopt;
       c.width = rows_width(*c.problem);
+      return c;
+    }
+    case Kernel::Gather: {
+      if (!(c.problem = output_rows_problem(plan))) return *why = "more than 8 dims", std::nullopt;
+      if (!contiguous_rows_output(*c.problem)) return *why = "the output is not contiguous rows", std::nullopt;
+      if (!aligned(c.problem->dst, 16)) return *why = "the output does not start on a 16-byte boundary", std::nullopt;
+      c.width = 16;
       return c;
     }
     default: break;

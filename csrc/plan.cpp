@@ -141,11 +141,15 @@ std::optional<Problem> matrix_problem(Plan const& plan) {
                       others(plan, plan.m, plan.n));
 }
 
-std::optional<Problem> rows_problem(Plan const& plan) {
-  if (!plan.copy_route()) return std::nullopt;
+std::optional<Problem> output_rows_problem(Plan const& plan) {
   int const outer = plan.m - 1;  // the next dim out, if any
   Dim const unit{1, 0, 0};
   return make_problem(plan, outer >= 0 ? plan.dims[outer] : unit, plan.dims[plan.m], others(plan, plan.m, outer));
+}
+
+std::optional<Problem> rows_problem(Plan const& plan) {
+  if (!plan.copy_route()) return std::nullopt;
+  return output_rows_problem(plan);
 }
 
 }  // namespace cute_transpose

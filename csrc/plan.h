@@ -52,7 +52,11 @@ Batch make_batch(std::vector<Dim> const& dims);
 // and the other dims as the batch (at most Batch::kMaxRank of them).
 std::optional<Problem> matrix_problem(Plan const& plan);
 
-// The copy route as rows: N = the innermost dim, M = the next one out, the rest the batch.
+// The output as rows, on either route: N = the output's innermost dim (on the transpose route
+// its input stride is not 1), M = the next one out, the rest the batch.
+std::optional<Problem> output_rows_problem(Plan const& plan);
+
+// The copy route as rows: output_rows_problem where rows keep their order.
 std::optional<Problem> rows_problem(Plan const& plan);
 
 }  // namespace cute_transpose

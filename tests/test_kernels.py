@@ -217,8 +217,8 @@ def test_only_aten_runs_on_the_cpu():
 
 
 def test_kernel_names_are_the_candidates():
-    assert set(KERNELS) == {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "padded",
-                            "aten"}
+    assert set(KERNELS) == {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather",
+                            "padded", "aten"}
     assert set(cute_transpose.VARIANTS) == {"naive_coalesced_read", "naive_coalesced_write", "bank_conflict_read",
                                             "bank_conflict_write", "padded", "swizzled", "tma",
                                             "pipelined"}
@@ -386,6 +386,42 @@ def test_realign_refuses_what_it_cannot_run():
     x = torch.empty(3000, 6, device="meta")  # 6 columns of 64-element tiles: under a quarter full
     with pytest.raises(RuntimeError, match="a quarter full or less"):
         torch.ops.cute_transpose._explain(x, [1, 0], 90, "realign")
+
+
+GATHER_CASES = [  # (base shape, expand to, dims): the output's innermost dim short, broadcast, or both
+    ((1, 1001, 3), (4, 1001, 3), (2, 1, 0)),              # innermost output dim of 4 copies
+    ((2, 1, 37, 5), (2, 3, 37, 5), (3, 0, 2, 1)),         # a broadcast dim in the middle
+    ((7, 129), None, (1, 0)),                             # 903 elements: a tail after the last vector
+    ((3, 5, 7, 11, 2, 3), None, (5, 3, 1, 4, 0, 2)),      # rank 6, every dim short
+    ((1, 4099), (5, 4099), (1, 0)),                       # 5 copies per output row, rows off the grid
+]
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", ONE_PER_SIZE, ids=dtype_id)
+@pytest.mark.parametrize("case", GATHER_CASES, ids=lambda c: f"{c[0]}->{c[1]}{c[2]}")
+def test_gather_writes_every_element_in_order(dtype, case):
+    base_shape, expand_to, dims = case
+
+    def check(x):
+        ref = reference(x, dims)
+        torch.full((ref.numel() * ref.element_size(),), 0xA5, dtype=torch.uint8, device="cuda")  # poison
+        assert_bits_equal(torch.ops.cute_transpose._permute_with(x, list(dims), "gather"), ref)
+
+    x = random_tensor(base_shape, dtype, "cuda")
+    check(x.expand(expand_to) if expand_to else x)
+    # a view one element into its storage, the last dim stepped by two
+    y = random_tensor((*base_shape[:-1], 2 * base_shape[-1] + 1), dtype, "cuda")[..., 1::2]
+    check(y.expand(expand_to) if expand_to else y)
+
+
+def test_gather_needs_an_output_on_the_16_byte_grid():
+    x = torch.empty(64, 3, 100, 100, device="meta")
+    info = json.loads(torch.ops.cute_transpose._explain(x, [0, 2, 3, 1], 90, "gather"))
+    assert info["kernel"] == "gather" and info["config"].startswith("16-byte stores")
+    # on the H100 table, bfloat16 pixels of 2 channels broadcast from one pixel take it
+    x = torch.empty(1, 2, device="meta", dtype=torch.bfloat16).expand(12915457, 2)
+    assert json.loads(torch.ops.cute_transpose._explain(x, [1, 0], 90, ""))["kernel"] == "gather"
 
 
 @pytest.mark.parametrize("shape, dims, dtype", [

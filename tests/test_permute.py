@@ -620,3 +620,20 @@ def test_big_uint8_permute_over_2e31_elements():
     big_check(shape, lambda t, **kw: cute_transpose.permute(t, (2, 0, 1), **kw),
               lambda t: t.permute(2, 0, 1).contiguous(), f"permute (2,0,1) of uint8 {shape_id(shape)}")
 
+
+
+@needs_cuda
+def test_big_uint8_gather_over_2e31_elements():
+    """The gather kernel's 64-bit index path, forced by name (the chooser takes it only where the
+    tuning table ranks it first)."""
+    shape, dims = (3, 40000, 20000), [2, 0, 1]  # 2.4e9 elements
+    skip_unless_gpu_memory(math.prod(shape))
+    x = ref = out = None
+    try:
+        x = torch.randint(0, 256, shape, dtype=torch.uint8, device="cuda")
+        ref = x.permute(dims).contiguous()
+        out = run_poisoned(lambda t: torch.ops.cute_transpose._permute_with(t, dims, "gather"), x, ref.shape)
+        assert_equal_in_chunks(out, ref, f"gather kernel, permute (2,0,1) of uint8 {shape_id(shape)}")
+    finally:
+        x = ref = out = None
+        torch.cuda.empty_cache()

@@ -46,6 +46,10 @@ cudaError_t launch_split(SplitProblem const& s, int width, cudaStream_t stream);
 // `width`-byte vectors (or single elements).
 cudaError_t launch_rows(Problem const& p, int width, cudaStream_t stream);
 
+// Any permute, the output in order (gather.cu): `width`-byte stores (16: the output starts on a
+// 16-byte boundary), every element read on its own.
+cudaError_t launch_gather(Problem const& p, int width, cudaStream_t stream);
+
 // One side of `channels` elements, interleaved (interleave.cuh): `pack` moves the planes (rows
 // of the Problem's m) into the interleaved output, or else the interleaved input (n) into planes,
 // in 16-byte vectors (width 16) or one element per access (width = the element size).

@@ -1,0 +1,148 @@
+// The Gather kernel: any permute, written in the output's order with no tile. The output
+// (contiguous) is cut into W-byte vectors, one per thread and step; each element of a vector is
+// read on its own, at the input offset of its coordinates. The first element's coordinates come
+// from dividing its index by the dims' sizes (fast dividers); the next ones step through the dims
+// like an odometer -- an add and a compare per element, a carry where a dim wraps. All of a
+// thread's loads are issued before its stores.
+//
+// What it is for: shapes a tile cannot fill. Where the output's innermost dim is a few elements,
+// or is broadcast (input stride 0), or the whole tensor is a few microseconds of work, a tile
+// stages mostly nothing, while reads that land near each other are served by L1 and L2 and the
+// writes still leave in full vectors. ATen's own strided copy also reads element by element, but
+// writes one element per access and divides every element's index through every dim.
+#include <cutlass/fast_math.h>
+
+#include "launch.h"
+#include "vector_tile.cuh"
+
+namespace cute_transpose {
+namespace {
+
+// The dims innermost first -- the Problem's cols, rows, then its batch from the innermost out --
+// with their input strides, in elements. Index is int (cutlass::FastDivmod) or uint64_t
+// (cutlass::FastDivmodU64).
+template <class Index>
+struct Walk {
+  using Divider = cute::conditional_t<cute::is_same_v<Index, int>, cutlass::FastDivmod, cutlass::FastDivmodU64>;
+  static constexpr int kMaxRank = Batch::kMaxRank + 2;
+  int rank = 0;
+  Divider divider[kMaxRank];
+  Index size[kMaxRank] = {};
+  int64_t stride[kMaxRank] = {};
+
+  void add(int64_t n, int64_t in_stride) {
+    divider[rank] = Divider(Index(n));
+    size[rank] = Index(n);
+    stride[rank++] = in_stride;
+  }
+
+  // The coordinates of output element e, and its input offset.
+  CUTE_DEVICE int64_t start(Index e, Index (&coord)[kMaxRank]) const {
+    int64_t offset = 0;
+    CUTE_UNROLL
+    for (int d = 0; d < kMaxRank; ++d) {
+      coord[d] = 0;
+      if (d < rank) {
+        coord[d] = e;  // the outermost dim needs no division: e < its size
+        if (d + 1 < rank) e = divider[d].divmod(coord[d], e);
+        offset += int64_t(coord[d]) * stride[d];
+      }
+    }
+    return offset;
+  }
+
+  // The next element in output order: the innermost coordinate moves on, carrying outward.
+  CUTE_DEVICE void step(Index (&coord)[kMaxRank], int64_t& offset) const {
+    CUTE_UNROLL
+    for (int d = 0; d < kMaxRank; ++d) {
+      if (d >= rank) break;
+      offset += stride[d];
+      if (++coord[d] < size[d]) break;
+      offset -= int64_t(size[d]) * stride[d];
+      coord[d] = 0;
+    }
+  }
+};
+
+// Items vectors per thread in flight. Vec holds V = sizeof(Vec) / sizeof(T) elements; the
+// output's last `total % V` elements (after the whole vectors) are written one by one by block 0.
+template <class T, class Vec, class Index, int Threads, int Items>
+__global__ void __launch_bounds__(Threads) gather(T const* src, T* dst, Walk<Index> walk, Index total) {
+  constexpr int V = sizeof(Vec) / sizeof(T);
+  constexpr int kMaxRank = Walk<Index>::kMaxRank;
+  Index const vectors = total / V;
+  if (blockIdx.x == 0 && Index(threadIdx.x) < total - vectors * V) {
+    Index coord[kMaxRank];
+    Index const e = vectors * V + Index(threadIdx.x);
+    dst[e] = src[walk.start(e, coord)];
+  }
+  Index const step = Index(gridDim.x) * Threads * Items;
+  for (Index base = Index(blockIdx.x) * Threads * Items + Index(threadIdx.x); base < vectors; base += step) {
+    Vec v[Items];
+    CUTE_UNROLL
+    for (int k = 0; k < Items; ++k) {
+      Index const i = base + k * Threads;
+      if (i < vectors) {
+        Index coord[kMaxRank];
+        int64_t at = walk.start(i * V, coord);
+        T e[V];
+        CUTE_UNROLL
+        for (int j = 0; j < V; ++j) {
+          e[j] = src[at];
+          if (j + 1 < V) walk.step(coord, at);
+        }
+        memcpy(&v[k], e, sizeof(Vec));
+      }
+    }
+    CUTE_UNROLL
+    for (int k = 0; k < Items; ++k)
+      if (base + k * Threads < vectors) reinterpret_cast<Vec*>(dst)[base + k * Threads] = v[k];
+  }
+}
+
+template <class T, class Vec, class Index, int Items>
+cudaError_t launch_gather_items(Walk<Index> const& walk, Problem const& p, uint64_t total, cudaStream_t stream) {
+  constexpr int kThreads = 256, V = sizeof(Vec) / sizeof(T);
+  uint64_t const per_block = uint64_t(kThreads) * Items * V;
+  uint64_t const blocks = std::max<uint64_t>(1, (total + per_block - 1) / per_block);
+  gather<T, Vec, Index, kThreads, Items><<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), kThreads, 0, stream>>>(
+      static_cast<T const*>(p.src), static_cast<T*>(p.dst), walk, Index(total));
+  return cudaGetLastError();
+}
+
+// 256 threads, each with 16 (4-byte and wider elements) or 32 (narrower) loads in flight; or
+// one vector each where that would leave the GPU less than one full wave of threads: then a
+// thread per vector keeps more loads in flight at once (a few megabytes of output).
+template <class T, class Vec, class Index>
+cudaError_t launch_gather_with(Problem const& p, uint64_t total, cudaStream_t stream) {
+  constexpr int V = sizeof(Vec) / sizeof(T), kLoads = sizeof(T) >= 4 ? 16 : 32;
+  constexpr int kItems = kLoads / V > 1 ? kLoads / V : 1;
+  Walk<Index> walk;
+  walk.add(p.cols, p.col_stride);
+  walk.add(p.rows, p.row_stride);
+  for (int d = p.batch.rank - 1; d >= 0; --d) walk.add(p.batch.size[d], p.batch.in_stride[d]);
+  uint64_t const wave = uint64_t(sm_count()) * 2048;  // threads resident at once (2048 per SM)
+  if (kItems > 1 && total / V < wave * kItems) return launch_gather_items<T, Vec, Index, 1>(walk, p, total, stream);
+  return launch_gather_items<T, Vec, Index, kItems>(walk, p, total, stream);
+}
+
+template <class T, class Vec>
+cudaError_t launch_gather_of(Problem const& p, cudaStream_t stream) {
+  uint64_t const total = uint64_t(p.batch.count) * p.rows * p.cols;
+  if (total < (uint64_t(1) << 31)) return launch_gather_with<T, Vec, int>(p, total, stream);
+  return launch_gather_with<T, Vec, uint64_t>(p, total, stream);
+}
+
+}  // namespace
+
+// The chooser (choose.cpp) checked that the output is the contiguous (batch..., M, N) tensor and
+// that it starts on a 16-byte boundary (width 16).
+cudaError_t launch_gather(Problem const& p, int width, cudaStream_t stream) {
+  if (width != 16) return cudaErrorInvalidValue;
+  return with_element_type(p.element_size, [&](auto t) {
+    using T = decltype(t);
+    return launch_gather_of<T, cute::conditional_t<sizeof(T) < 16, Words<16>, T>>(p, stream);
+  });
+}
+
+}  // namespace cute_transpose
