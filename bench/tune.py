@@ -49,7 +49,7 @@ from bench.harness import (OpSpec, Progress, Result, do_bench_timer, ext,  # noq
                            meta_input, perf_counter_timer, run_cell)
 from bench.ops import CLONE  # noqa: E402
 from bench.report import sanitize  # noqa: E402
-from bench.tune_grid import MAIN_BANDS, TUNE_SEED, by_chooser_class, tune_cells  # noqa: E402
+from bench.tune_grid import MAIN_BANDS, TUNE_SEED, VIEW_KINDS, by_chooser_class, tune_cells  # noqa: E402
 from bench.summary import by_cell  # noqa: E402
 from bench.tune_table import (SavedResult, aggregate, class_key, holdout,  # noqa: E402
                               inc_text, report_markdown, saved_results, tune_json)
@@ -375,6 +375,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--small", action="store_true",
                    help="measure the small-work grid instead of the main one: shapes of 2^14-2^20 "
                         "elements, which the chooser puts in its '.s' classes (bench/tune_grid.py)")
+    p.add_argument("--view", choices=VIEW_KINDS, default="",
+                   help="a grid of the 'view' classes alone, every input a view of this kind (a run "
+                        "that adds shapes to the classes it marks, such as broadcast inputs)")
     p.add_argument("--warmup", type=int, default=5, help="do_bench warmup per kernel, ms [5]")
     p.add_argument("--rep", type=int, default=20, help="do_bench measuring time per kernel, ms [20]")
     p.add_argument("--rerank", type=Path, nargs="+", metavar="TUNE_JSON",
@@ -484,7 +487,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.retime:
         return retime_saved(args, chooser, timer, device)
     bands = ("micro",) if args.small else MAIN_BANDS
-    drawn = tune_cells(args.per_class, args.seed, bands)
+    drawn = tune_cells(args.per_class, args.seed, bands, args.view)
     cells = by_chooser_class(drawn, chooser.classify, args.per_key, args.max_shapes)
     print(f"tune.py: {len(cells)} of {len(drawn)} grid shapes, at most {args.per_key} per chooser "
           f"class", file=sys.stderr)
@@ -502,7 +505,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     meta = {"device_name": device_name, "torch": torch.__version__,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
             "chooser": chooser.source, "kernels": list(chooser.kernels), "seed": args.seed,
-            "bands": list(bands),
+            "bands": list(bands), **({"view": args.view} if args.view else {}),
             "shapes": measured, "grid_shapes": len(cells), "drawn": len(drawn),
             "per_class": args.per_class, "per_key": args.per_key,
             "seconds": round(time.perf_counter() - started, 1),

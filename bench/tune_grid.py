@@ -14,7 +14,8 @@ The grid crosses these features; each combination (a "grid class") gets a few sh
   grid of its own (`tune.py --small`), 'micro' (2^14-2^20 elements: the chooser's small-work
   classes, marked ".s", which take a few microseconds)
 - extra: 'plain'; 'tiny' (one dim that is innermost on neither side has 2-4 elements); or
-  'view' (the input is an expanded, stepped or transposed view of its base)
+  'view' (the input is an expanded, stepped or transposed view of its base); a grid of one
+  view kind (`tune.py --view expand`) has the 'view' classes alone, all of that kind
 
 The classes of the C++ chooser are whatever `cute_transpose.explain` says, and grid classes
 reach them unevenly (a 16-byte-aligned float32 tile class gets hundreds of shapes, a rank-6-like
@@ -76,16 +77,18 @@ def grid_classes(bands: tuple[str, ...] = MAIN_BANDS) -> list[GridClass]:
     return found
 
 
-def tune_cells(per_class: int = 2, seed: int = TUNE_SEED, bands: tuple[str, ...] = MAIN_BANDS) -> list[Cell]:
+def tune_cells(per_class: int = 2, seed: int = TUNE_SEED, bands: tuple[str, ...] = MAIN_BANDS,
+               view: str = "") -> list[Cell]:
     """`per_class` shapes of every grid class, round-robin (every class's first shape, then
     every class's second, ...) in a seeded shuffled class order, so a run cut short by its time
-    budget still covers the grid evenly."""
-    classes = grid_classes(bands)
+    budget still covers the grid evenly. With `view` (a kind of draw_view), only the 'view'
+    classes, every input a view of that kind."""
+    classes = [gc for gc in grid_classes(bands) if not view or gc.extra == "view"]
     random.Random(seed).shuffle(classes)
     cells = []
     for k in range(per_class):
         for gc in classes:
-            cell = draw_cell(gc, random.Random(f"{seed}/{gc.text()}/{k}"))
+            cell = draw_cell(gc, random.Random(f"{seed}/{gc.text()}/{k}"), view_kind=view)
             if cell is not None:
                 cells.append(cell)
     return cells
@@ -110,8 +113,9 @@ def permutations(rank: int, layout: str) -> list[Dims]:
     return [p for p in keep if p != tuple(range(rank))] if layout == "keep" else move
 
 
-def draw_cell(gc: GridClass, rng: random.Random, attempts: int = 20):
-    """One cell of the grid class (None if none fits after a few attempts)."""
+def draw_cell(gc: GridClass, rng: random.Random, attempts: int = 20, view_kind: str = ""):
+    """One cell of the grid class (None if none fits after a few attempts); a 'view' class
+    draws views of `view_kind`, or of any kind."""
     for _ in range(attempts):
         dims = rng.choice(permutations(gc.rank, gc.layout))
         shape = draw_shape(gc, dims, rng)
@@ -127,7 +131,7 @@ def draw_cell(gc: GridClass, rng: random.Random, attempts: int = 20):
                                   shorts=[d for d, k in kinds.items() if k != "long"],
                                   rounded=lambda d, n: round_long(n, gc.rows, gc.esize) if d in kinds else n)
         elif gc.extra == "view":
-            view = draw_view(shape, rng)
+            view = draw_view(shape, rng, view_kind)
         cell = Cell("tune", gc.text(), shape, dims, ESIZE_DTYPE[gc.esize], view, gc.text())
         if (cell.nbytes <= MAX_BYTES and base_nbytes(cell) <= 3 * MAX_BYTES
                 and cell.numel >= 2 ** (TOTAL_BANDS[gc.total][0] - 1)
@@ -157,11 +161,14 @@ def with_tiny_dim(shape: Shape, tiny: int, size: int, shorts: list[int], rounded
     return tuple(s)
 
 
-def draw_view(shape: Shape, rng: random.Random) -> View:
+VIEW_KINDS = ("expand", "step", "transposed")
+
+
+def draw_view(shape: Shape, rng: random.Random, kind: str = "") -> View:
     """An expanded dim (stride 0), a stepped slice, or a base stored with the innermost dim
-    swapped with another."""
+    swapped with another; `kind` picks one of them, else it is drawn."""
     rank = len(shape)
-    kind = rng.choice(("expand", "step", "transposed"))
+    kind = kind or rng.choice(VIEW_KINDS)
     if kind == "expand":
         return View("expand", rng.choice([d for d in range(rank) if shape[d] > 1] or [0]))
     if kind == "step":
