@@ -1,75 +1,28 @@
 // The Gather kernel: any permute, written in the output's order with no tile. The output
-// (contiguous) is cut into W-byte vectors, one per thread and step; each element of a vector is
+// (contiguous) is cut into 16-byte vectors, one per thread and step; each element of a vector is
 // read on its own, at the input offset of its coordinates. The first element's coordinates come
-// from dividing its index by the dims' sizes (fast dividers); the next ones step through the dims
-// like an odometer -- an add and a compare per element, a carry where a dim wraps. All of a
-// thread's loads are issued before its stores.
+// from dividing its index by the dims' sizes; the next ones step through the dims like an
+// odometer -- an add and a compare per element, a carry where a dim wraps (IndexWalk,
+// index_walk.cuh). All of a thread's loads are issued before its stores.
 //
 // What it is for: shapes a tile cannot fill. Where the output's innermost dim is a few elements,
-// or is broadcast (input stride 0), or the whole tensor is a few microseconds of work, a tile
-// stages mostly nothing, while reads that land near each other are served by L1 and L2 and the
-// writes still leave in full vectors. ATen's own strided copy also reads element by element, but
-// writes one element per access and divides every element's index through every dim.
-#include <cutlass/fast_math.h>
-
+// or the input is broadcast (a dim of input stride 0), a tile stages mostly nothing, while reads
+// that land near each other are served by L1 and L2 and the writes still leave in full vectors.
+// ATen's own strided copy also reads element by element, but writes one element per access and
+// divides every element's index through every dim.
+#include "index_walk.cuh"
 #include "launch.h"
 #include "vector_tile.cuh"
 
 namespace cute_transpose {
 namespace {
 
-// The dims innermost first -- the Problem's cols, rows, then its batch from the innermost out --
-// with their input strides, in elements. Index is int (cutlass::FastDivmod) or uint64_t
-// (cutlass::FastDivmodU64).
-template <class Index>
-struct Walk {
-  using Divider = cute::conditional_t<cute::is_same_v<Index, int>, cutlass::FastDivmod, cutlass::FastDivmodU64>;
-  static constexpr int kMaxRank = Batch::kMaxRank + 2;
-  int rank = 0;
-  Divider divider[kMaxRank];
-  Index size[kMaxRank] = {};
-  int64_t stride[kMaxRank] = {};
-
-  void add(int64_t n, int64_t in_stride) {
-    divider[rank] = Divider(Index(n));
-    size[rank] = Index(n);
-    stride[rank++] = in_stride;
-  }
-
-  // The coordinates of output element e, and its input offset.
-  CUTE_DEVICE int64_t start(Index e, Index (&coord)[kMaxRank]) const {
-    int64_t offset = 0;
-    CUTE_UNROLL
-    for (int d = 0; d < kMaxRank; ++d) {
-      coord[d] = 0;
-      if (d < rank) {
-        coord[d] = e;  // the outermost dim needs no division: e < its size
-        if (d + 1 < rank) e = divider[d].divmod(coord[d], e);
-        offset += int64_t(coord[d]) * stride[d];
-      }
-    }
-    return offset;
-  }
-
-  // The next element in output order: the innermost coordinate moves on, carrying outward.
-  CUTE_DEVICE void step(Index (&coord)[kMaxRank], int64_t& offset) const {
-    CUTE_UNROLL
-    for (int d = 0; d < kMaxRank; ++d) {
-      if (d >= rank) break;
-      offset += stride[d];
-      if (++coord[d] < size[d]) break;
-      offset -= int64_t(size[d]) * stride[d];
-      coord[d] = 0;
-    }
-  }
-};
-
 // Items vectors per thread in flight. Vec holds V = sizeof(Vec) / sizeof(T) elements; the
 // output's last `total % V` elements (after the whole vectors) are written one by one by block 0.
 template <class T, class Vec, class Index, int Threads, int Items>
-__global__ void __launch_bounds__(Threads) gather(T const* src, T* dst, Walk<Index> walk, Index total) {
+__global__ void __launch_bounds__(Threads) gather(T const* src, T* dst, IndexWalk<Index> walk, Index total) {
   constexpr int V = sizeof(Vec) / sizeof(T);
-  constexpr int kMaxRank = Walk<Index>::kMaxRank;
+  constexpr int kMaxRank = IndexWalk<Index>::kMaxRank;
   Index const vectors = total / V;
   if (blockIdx.x == 0 && Index(threadIdx.x) < total - vectors * V) {
     Index coord[kMaxRank];
@@ -101,7 +54,7 @@ __global__ void __launch_bounds__(Threads) gather(T const* src, T* dst, Walk<Ind
 }
 
 template <class T, class Vec, class Index, int Items>
-cudaError_t launch_gather_items(Walk<Index> const& walk, Problem const& p, uint64_t total, cudaStream_t stream) {
+cudaError_t launch_gather_items(IndexWalk<Index> const& walk, Problem const& p, uint64_t total, cudaStream_t stream) {
   constexpr int kThreads = 256, V = sizeof(Vec) / sizeof(T);
   uint64_t const per_block = uint64_t(kThreads) * Items * V;
   uint64_t const blocks = std::max<uint64_t>(1, (total + per_block - 1) / per_block);
@@ -117,7 +70,7 @@ template <class T, class Vec, class Index>
 cudaError_t launch_gather_with(Problem const& p, uint64_t total, cudaStream_t stream) {
   constexpr int V = sizeof(Vec) / sizeof(T), kLoads = sizeof(T) >= 4 ? 16 : 32;
   constexpr int kItems = kLoads / V > 1 ? kLoads / V : 1;
-  Walk<Index> walk;
+  IndexWalk<Index> walk;
   walk.add(p.cols, p.col_stride);
   walk.add(p.rows, p.row_stride);
   for (int d = p.batch.rank - 1; d >= 0; --d) walk.add(p.batch.size[d], p.batch.in_stride[d]);

@@ -3,53 +3,23 @@
 // walk the output in order (it is contiguous), each moving W-byte vectors: the output offset of
 // vector i is i, and its input offset comes from splitting i into (n / V, m, batch...) with
 // precomputed fast dividers -- 32-bit ones when the tensor has fewer than 2^31 vectors.
-#include <cutlass/fast_math.h>
-
+#include "index_walk.cuh"
 #include "launch.h"
 #include "vector_tile.cuh"
 
 namespace cute_transpose {
 namespace {
 
-// Vector index -> input offset, both in vectors. Dims innermost first: n / V, m, then the batch
-// dims from the innermost out. Index is int (cutlass::FastDivmod) or uint64_t (FastDivmodU64).
-template <class Index>
-struct Gather {
-  using Divider = cute::conditional_t<cute::is_same_v<Index, int>, cutlass::FastDivmod, cutlass::FastDivmodU64>;
-  static constexpr int kMaxRank = Batch::kMaxRank + 2;
-  int rank = 0;
-  Divider size[kMaxRank];
-  int64_t stride[kMaxRank] = {};
-
-  void add(int64_t n, int64_t in_stride) {
-    size[rank] = Divider(Index(n));
-    stride[rank++] = in_stride;
-  }
-
-  CUTE_DEVICE int64_t operator()(Index i) const {
-    int64_t offset = 0;
-    CUTE_UNROLL
-    for (int d = 0; d < kMaxRank; ++d) {
-      if (d < rank) {
-        Index coord = i;  // the outermost dim needs no division: i < its size
-        if (d + 1 < rank) i = size[d].divmod(coord, i);
-        offset += int64_t(coord) * stride[d];
-      }
-    }
-    return offset;
-  }
-};
-
 // Items vectors per thread in flight: all loads, then all stores. A block moves Threads * Items
 // consecutive vectors per step.
 template <class Vec, class Index, int Threads, int Items>
-__global__ void __launch_bounds__(Threads) strided_copy(Vec const* src, Vec* dst, Gather<Index> gather, Index total) {
+__global__ void __launch_bounds__(Threads) strided_copy(Vec const* src, Vec* dst, IndexWalk<Index> walk, Index total) {
   Index const step = Index(gridDim.x) * Threads * Items;
   for (Index base = Index(blockIdx.x) * Threads * Items + Index(threadIdx.x); base < total; base += step) {
     Vec v[Items];
     CUTE_UNROLL
     for (int k = 0; k < Items; ++k)
-      if (base + k * Threads < total) v[k] = src[gather(base + k * Threads)];
+      if (base + k * Threads < total) v[k] = src[walk(base + k * Threads)];
     CUTE_UNROLL
     for (int k = 0; k < Items; ++k)
       if (base + k * Threads < total) dst[base + k * Threads] = v[k];
@@ -60,13 +30,13 @@ __global__ void __launch_bounds__(Threads) strided_copy(Vec const* src, Vec* dst
 template <class Vec, class Index, int Threads, int Items>
 cudaError_t launch_rows_with(Problem const& p, uint64_t total, cudaStream_t stream) {
   int64_t const V = int64_t(sizeof(Vec)) / p.element_size;  // elements per vector
-  Gather<Index> gather;
-  gather.add(p.cols / V, p.col_stride);  // V > 1 only where col_stride is 1
-  gather.add(p.rows, p.row_stride / V);
-  for (int d = p.batch.rank - 1; d >= 0; --d) gather.add(p.batch.size[d], p.batch.in_stride[d] / V);
+  IndexWalk<Index> walk;  // dims innermost first: n / V, m, then the batch dims from the innermost out
+  walk.add(p.cols / V, p.col_stride);  // V > 1 only where col_stride is 1
+  walk.add(p.rows, p.row_stride / V);
+  for (int d = p.batch.rank - 1; d >= 0; --d) walk.add(p.batch.size[d], p.batch.in_stride[d] / V);
   uint64_t const blocks = (total + Threads * Items - 1) / (Threads * Items);
   strided_copy<Vec, Index, Threads, Items><<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), Threads, 0, stream>>>(
-      static_cast<Vec const*>(p.src), static_cast<Vec*>(p.dst), gather, Index(total));
+      static_cast<Vec const*>(p.src), static_cast<Vec*>(p.dst), walk, Index(total));
   return cudaGetLastError();
 }
 
