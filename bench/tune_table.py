@@ -25,7 +25,7 @@ FEW_SHAPES = 3
 # what the user would have run (a tie with it is no gain); then the kernels whose speed depends
 # most on the exact sizes.
 TIE = 0.02
-PREFERENCE = ("tile", "interleave", "rows", "tma", "pipelined", "aten", "realign", "split", "box", "padded")
+PREFERENCE = ("tile", "interleave", "rows", "tma", "pipelined", "aten", "realign", "split", "box", "padded", "gather")
 # The promise is never to lose to torch. A kernel's shortfall against ATen's copy is the
 # geomean, over the class's shapes both ran, of min(kernel / aten, 1): its losses, with its wins
 # counted as ties. A kernel whose shortfall is worse than 1 - GUARD ranks after "aten" (which runs
