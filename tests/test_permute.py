@@ -637,3 +637,22 @@ def test_big_uint8_gather_over_2e31_elements():
     finally:
         x = ref = out = None
         torch.cuda.empty_cache()
+
+
+@needs_cuda
+@pytest.mark.parametrize("kernel", ["rows", "gather"])
+def test_16_byte_elements_past_2e30_vectors(kernel):
+    """2^30 + 2 complex128 elements (16 GiB), one 16-byte vector each: the rows and gather kernels
+    take 64-bit indices there (with 32-bit ones, a thread's next index would pass 2^31)."""
+    rows = 2**29 + 1
+    skip_unless_gpu_memory(rows * 2 * 16)
+    x = ref = out = None
+    try:
+        x = torch.randn((rows, 2), dtype=torch.complex128, device="cuda").t()  # (2, rows), strides (1, 2)
+        ref = x.t().contiguous()
+        out = run_poisoned(lambda t: torch.ops.cute_transpose._permute_with(t, [1, 0], kernel), x, ref.shape)
+        assert_equal_in_chunks(out.view(torch.int64), ref.view(torch.int64),
+                               f"{kernel} kernel, (2, {rows}) complex128 transposed back")
+    finally:
+        x = ref = out = None
+        torch.cuda.empty_cache()

@@ -1,9 +1,9 @@
 // Output order -> input offset, for the kernels that walk the (contiguous) output in order
 // (strided_copy.cu, gather.cu). The dims are listed innermost first, each with its size and its
 // input stride (in the kernel's own units: vectors or elements). An index splits into
-// coordinates by precomputed fast dividers -- cutlass::FastDivmod for Index = int (fewer than
-// 2^31 of them), FastDivmodU64 for uint64_t --, and a walk can go on from there one step at a
-// time like an odometer, with no division.
+// coordinates by precomputed fast dividers -- cutlass::FastDivmod for Index = int (the kernels
+// take it under 2^30 indices), FastDivmodU64 for uint64_t --, and a walk can go on from there
+// one step at a time like an odometer, with no division.
 #pragma once
 
 #include <cutlass/fast_math.h>

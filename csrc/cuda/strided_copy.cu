@@ -2,7 +2,7 @@
 // so no element changes its place within a row -- the op is a batched strided copy of rows. Threads
 // walk the output in order (it is contiguous), each moving W-byte vectors: the output offset of
 // vector i is i, and its input offset comes from splitting i into (n / V, m, batch...) with
-// precomputed fast dividers -- 32-bit ones when the tensor has fewer than 2^31 vectors.
+// precomputed fast dividers -- 32-bit ones when the tensor has fewer than 2^30 vectors.
 #include "index_walk.cuh"
 #include "launch.h"
 #include "vector_tile.cuh"
@@ -51,7 +51,9 @@ cudaError_t launch_rows_of(Problem const& p, cudaStream_t stream) {
   constexpr bool kWide = sizeof(Vec) == 16;
   constexpr int kThreads = kWide ? 512 : 256, kItems = kWide ? 2 : 4;
   uint64_t const total = uint64_t(p.batch.count) * p.rows * (p.cols / (int64_t(sizeof(Vec)) / p.element_size));
-  if (total < (uint64_t(1) << 31)) return launch_rows_with<Vec, int, kThreads, kItems>(p, total, stream);
+  // 32-bit indices below 2^30 vectors: a thread's next index (base + step, under twice the
+  // total) must stay below 2^31 too, or it wraps negative and passes the loop's bound.
+  if (total < (uint64_t(1) << 30)) return launch_rows_with<Vec, int, kThreads, kItems>(p, total, stream);
   return launch_rows_with<Vec, uint64_t, kThreads, kItems>(p, total, stream);
 }
 
