@@ -255,6 +255,15 @@ def test_tune_small_work_grid_stays_under_the_chooser_threshold():
     assert not set(c.shape for c in cells) & set(c.shape for c in tune_grid.tune_cells(1))
 
 
+def test_tune_grid_of_one_view_kind():
+    cells = tune_grid.tune_cells(1, seed=4246, view="expand")
+    assert cells and cells == tune_grid.tune_cells(1, seed=4246, view="expand")
+    assert {c.view.kind for c in cells} == {"expand"} and all(c.name.endswith(" view") for c in cells)
+    assert all(c.view.dim < len(c.shape) and c.shape[c.view.dim] > 1 for c in cells)  # a real broadcast
+    # the main grid draws the same shapes with or without the option
+    assert tune_grid.tune_cells(1, seed=4246, view="") == tune_grid.tune_cells(1, seed=4246)
+
+
 def test_small_work_classes_run_aten_and_stay_out_of_the_table():
     results = tune_rows("t.e4.o3.i3.w16.s", {"tile": 1.5, "aten": 1.0}) + tune_rows("t.e4.o3.i3.w16", {"tile": 1.5, "aten": 1.0})
     classes = {c.key: c for c in tune_table.aggregate(results, ("tile", "aten"))}
