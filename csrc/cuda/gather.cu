@@ -82,9 +82,8 @@ cudaError_t launch_gather_with(Problem const& p, uint64_t total, cudaStream_t st
 template <class T, class Vec>
 cudaError_t launch_gather_of(Problem const& p, cudaStream_t stream) {
   uint64_t const total = uint64_t(p.batch.count) * p.rows * p.cols;
-  // 32-bit indices below 2^30 elements: a thread's next vector index (base + step, under twice
-  // the vectors) must stay below 2^31 too, or it wraps negative and passes the loop's bound.
-  if (total < (uint64_t(1) << 30)) return launch_gather_with<T, Vec, int>(p, total, stream);
+  // counted in elements (the index the walk starts from), which bounds the vectors too
+  if (total < kIntWalkLimit) return launch_gather_with<T, Vec, int>(p, total, stream);
   return launch_gather_with<T, Vec, uint64_t>(p, total, stream);
 }
 

@@ -1,8 +1,8 @@
 // Output order -> input offset, for the kernels that walk the (contiguous) output in order
 // (strided_copy.cu, gather.cu). The dims are listed innermost first, each with its size and its
 // input stride (in the kernel's own units: vectors or elements). An index splits into
-// coordinates by precomputed fast dividers -- cutlass::FastDivmod for Index = int (the kernels
-// take it under 2^30 indices), FastDivmodU64 for uint64_t --, and a walk can go on from there
+// coordinates by precomputed fast dividers -- cutlass::FastDivmod for Index = int (under
+// kIntWalkLimit indices), FastDivmodU64 for uint64_t --, and a walk can go on from there
 // one step at a time like an odometer, with no division.
 #pragma once
 
@@ -11,6 +11,11 @@
 #include "tiling.cuh"
 
 namespace cute_transpose {
+
+// 32-bit indices (Index = int) only below this many: the kernels walk in grid-sized steps, and
+// a thread's next index (its index + the step, under twice the total) must stay below 2^31 too,
+// or it wraps negative and passes the loop's bound (an illegal address on the H100 at 2^30 + 2).
+constexpr uint64_t kIntWalkLimit = uint64_t(1) << 30;
 
 template <class Index>
 struct IndexWalk {

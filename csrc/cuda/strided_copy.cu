@@ -51,9 +51,7 @@ cudaError_t launch_rows_of(Problem const& p, cudaStream_t stream) {
   constexpr bool kWide = sizeof(Vec) == 16;
   constexpr int kThreads = kWide ? 512 : 256, kItems = kWide ? 2 : 4;
   uint64_t const total = uint64_t(p.batch.count) * p.rows * (p.cols / (int64_t(sizeof(Vec)) / p.element_size));
-  // 32-bit indices below 2^30 vectors: a thread's next index (base + step, under twice the
-  // total) must stay below 2^31 too, or it wraps negative and passes the loop's bound.
-  if (total < (uint64_t(1) << 30)) return launch_rows_with<Vec, int, kThreads, kItems>(p, total, stream);
+  if (total < kIntWalkLimit) return launch_rows_with<Vec, int, kThreads, kItems>(p, total, stream);
   return launch_rows_with<Vec, uint64_t, kThreads, kItems>(p, total, stream);
 }
 
