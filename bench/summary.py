@@ -15,6 +15,7 @@ from typing import Iterable, Optional
 from bench.cases import GOAL_RATIO_TO_CLONE, Cell
 
 OURS = "permute"
+TUNED = "autotuned"       # ours with cute_transpose.autotune() on
 PEERS = ("eager", "compile", "triton")
 TOLERANCE = 0.01          # "ours >= peer - 0.01": within one hundredth of clone's speed
 GROUP_ORDER = ("TTC", "random", "images", "2-D")
@@ -40,21 +41,21 @@ def ratio(row: Row, op: str) -> Optional[float]:
     return r.ratio if r is not None else None
 
 
-def ours_failed(row: Row) -> bool:
+def ours_failed(row: Row, ours: str = OURS) -> bool:
     """Our op ran on the cell but has no number: a wrong result or an error."""
-    r = row.get(OURS)
+    r = row.get(ours)
     return r is not None and r.status in ("WRONG", "error", "n/a")
 
 
-def ours_vs(row: Row, peer: str) -> Optional[float]:
+def ours_vs(row: Row, peer: str, ours: str = OURS) -> Optional[float]:
     """time(peer) / time(ours) on one cell: > 1 where ours is faster; 0 where ours failed;
     None where either has no number for another reason (skipped, not applicable)."""
     p = ratio(row, peer)
-    if p is None:
+    if p is None or ours not in row:
         return None
-    if ours_failed(row):
+    if ours_failed(row, ours):
         return 0.0
-    o = ratio(row, OURS)
+    o = ratio(row, ours)
     return o / p if o is not None else None
 
 
@@ -71,14 +72,14 @@ class Share:
         return f"{n}/{self.compared} ({n / self.compared:.0%})" if self.compared else "–"
 
 
-def share(rows: Iterable[Row], peer: str, tolerance: float = TOLERANCE) -> Share:
+def share(rows: Iterable[Row], peer: str, tolerance: float = TOLERANCE, ours: str = OURS) -> Share:
     s = Share(peer)
     for row in rows:
-        rel = ours_vs(row, peer)
+        rel = ours_vs(row, peer, ours)
         if rel is None:
             continue
         s.compared += 1
-        o, p = (ratio(row, OURS) or 0.0), ratio(row, peer)
+        o, p = (ratio(row, ours) or 0.0), ratio(row, peer)
         s.wins += o >= p
         s.near += o >= p - tolerance
     return s
@@ -121,9 +122,10 @@ class SweepSummary:
     shares: dict[str, Share]
     worst: dict[str, list[Worst]] = field(default_factory=dict)
     classes: list[ClassStats] = field(default_factory=list)
+    tuned: dict[str, Share] = field(default_factory=dict)  # the same shares for TUNED, where it ran
 
 
-def summarize(results: Iterable, ops: tuple[str, ...] = ("clone", *PEERS, OURS),
+def summarize(results: Iterable, ops: tuple[str, ...] = ("clone", *PEERS, OURS, TUNED),
               worst_n: int = 10) -> SweepSummary:
     """The sweep's summary: overall, the worst cells against eager and compile, and per class."""
     rows = list(by_cell(results).values())
@@ -141,6 +143,7 @@ def summarize(results: Iterable, ops: tuple[str, ...] = ("clone", *PEERS, OURS),
         shares={p: share(rows, p) for p in peers},
         worst={p: worst(rows, p, worst_n) for p in ("eager", "compile") if p in peers},
         classes=classes,
+        tuned={p: share(rows, p, ours=TUNED) for p in peers} if TUNED in ops else {},
     )
 
 

@@ -7,7 +7,7 @@ import collections
 import dataclasses
 
 from bench.cases import dims_text, shape_text
-from bench.summary import OURS, PEERS, TOLERANCE, SweepSummary, summarize
+from bench.summary import OURS, PEERS, TOLERANCE, TUNED, SweepSummary, summarize
 
 VIEW_LEGEND = (
     "Each row is one cell: `shape` is the input's (the view's, when strided), `dims` the "
@@ -34,6 +34,9 @@ def shares_table(s: SweepSummary, label: dict) -> list[str]:
     peers = list(s.shares)
     rows = [["ours >= peer", *(s.shares[p].text(s.shares[p].wins) for p in peers)],
             [f"ours >= peer - {TOLERANCE}", *(s.shares[p].text(s.shares[p].near) for p in peers)]]
+    if s.tuned:
+        rows += [["ours autotuned >= peer", *(s.tuned[p].text(s.tuned[p].wins) for p in peers)],
+                 [f"ours autotuned >= peer - {TOLERANCE}", *(s.tuned[p].text(s.tuned[p].near) for p in peers)]]
     return [markdown_table(["cells where", *(label.get(p, p) for p in peers)], rows)]
 
 
@@ -79,10 +82,17 @@ def kernel_counts(results) -> dict[str, int]:
     return dict(counts.most_common())
 
 
+def tuned_kernel(row) -> str:
+    """The kernel autotuning picked for the cell (its explain, taken with autotuning on)."""
+    r = row.get(TUNED)
+    return str(r.explain.get("kernel", "")) if r is not None and r.explain else ""
+
+
 def sweep_markdown(section) -> list[str]:
     """The report's "Sweep" section."""
-    from bench.report import (DIMS, DTYPE, GROUP, KERNEL, NAME, SHAPE, VIEW, cells_table,
+    from bench.report import (DIMS, DTYPE, GROUP, KERNEL, NAME, SHAPE, VIEW, Column, cells_table,
                               columns_legend, markdown_table)
+    TUNED_KERNEL = Column("autotuned kernel", tuned_kernel)
     title = "## Sweep: `x.permute(dims).contiguous()` on the TTC suite, image batches and " \
             "random shapes"
     if section.skipped:
@@ -115,7 +125,8 @@ def sweep_markdown(section) -> list[str]:
                   markdown_table(["kernel", "cells"], [[k, str(n)] for k, n in counts.items()])]
     lines += ["", "### Every cell", "", CLASS_LEGEND, "", VIEW_LEGEND, "",
               cells_table(section.results, section.specs,
-                          [GROUP, NAME, SHAPE, VIEW, DIMS, DTYPE], (KERNEL,)), "",
+                          [GROUP, NAME, SHAPE, VIEW, DIMS, DTYPE],
+                          (KERNEL, *((TUNED_KERNEL,) if TUNED in ops else ()))), "",
               *columns_legend(section.specs)]
     return lines
 
@@ -128,6 +139,7 @@ def summary_json(results) -> dict:
         "cells": s.cells,
         "geomean_ratio": s.geomeans,
         "shares": {p: share(v) for p, v in s.shares.items()},
+        "autotuned_shares": {p: share(v) for p, v in s.tuned.items()},
         "tolerance": TOLERANCE,
         "classes": [{"group": c.group, "cells": c.cells, "geomean_ratio": c.geomeans,
                      "shares": {p: share(v) for p, v in c.shares.items()}} for c in s.classes],

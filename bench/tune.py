@@ -278,16 +278,16 @@ def changed(results: list, kernel: str, where: str, saved: Optional[list] = None
     """{cell: kernels} for every shape `kernel` ran, in the classes matching `where`; with the
     `saved` results, only the shapes whose class differs there; with `config`, only the shapes
     where the kernel's configuration (config_of, this build's) matches it. A kernel the saved
-    run never timed (one added since) is taken wherever `offers` (this build's) offers it. The
-    `beside` kernels join each shape where they ran, to be timed beside it."""
+    run never timed on a shape (a kernel added since, or one timed on other classes only) is
+    taken there wherever `offers` (this build's) offers it. The `beside` kernels join each shape
+    where they ran, to be timed beside it."""
     before = {cell: class_key(row) for cell, row in by_cell(saved).items()} if saved is not None else {}
     cells = by_cell(results)
-    new = not any(kernel in row for row in cells.values())
 
     def runs(cell, row) -> bool:
-        if new:
+        if kernel not in row:
             return offers is not None and offers(cell, kernel)
-        return kernel in row and row[kernel].status == "ok"
+        return row[kernel].status == "ok"
     return {cell: {kernel, *(k for k in beside if k in row and row[k].status == "ok")}
             for cell, row in cells.items()
             if re.search(where, class_key(row) or "") and runs(cell, row)
@@ -326,16 +326,19 @@ def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torc
             elif new is not None and row["ratio"] and new > row["ratio"]:
                 row.update(kept_faster(row["ratio"], row["ms"], new))
                 faster += 1
+        had = {(cell_of(row), row["kernel"]) for row in saved["rows"]}
+        first = [added_row(row, args.remeasure, new) for row in list(saved["rows"])
+                 if row["kernel"] == "clone" and (cell_of(row), args.remeasure) not in had
+                 and (new := again.get((cell_of(row), args.remeasure)))] if args.remeasure else []
+        saved["rows"] += first
         if added:
-            saved["rows"] += [added_row(row, args.remeasure, new) for row in list(saved["rows"])
-                              if row["kernel"] == "clone" and (new := again.get((cell_of(row), args.remeasure)))]
             kernels = saved["meta"]["kernels"]
             saved["meta"]["kernels"] = [k for k in chooser.kernels if k in kernels or k == args.remeasure] + \
                 [k for k in kernels if k not in chooser.kernels]
         if args.remeasure:
             timed = sum(1 for ks in again if ks[1] == args.remeasure)
             note = (f"{args.remeasure} {'timed, new to this run,' if added else 'timed again after a change to it'}"
-                    f" on its {timed} shapes"
+                    f" on its {timed} shapes" + (f" ({len(first)} of them new to it)" if first and not added else "")
                     + (f" of the classes matching `{args.where}`" if args.where else "")
                     + (f" where its configuration matches `{args.config}`" if args.config else "")
                     + (" that this build puts in another class" if args.moved else "")

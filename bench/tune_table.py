@@ -107,15 +107,38 @@ def class_key(row: dict) -> Optional[str]:
 
 
 def neighbours(key: str) -> list[str]:
-    """The classes nearest to `key`, nearest first: without its broadcast flag, then also
-    without its tile-fill bucket, then also without its interleave flag (the C++ chooser's
-    class key)."""
-    found = []
-    for flag in (r"\.b(?=\.|$)", r"\.f[12](?=\.|$)", r"\.I[eg]?(?=\.|$)"):
-        nearer = re.sub(flag, "", found[-1] if found else key)
-        if nearer != (found[-1] if found else key):
-            found.append(nearer)
-    return found
+    """The classes nearest to `key`, nearest first: without its tile-fill bucket, then also
+    without its interleave flag (the C++ chooser's class key). A broadcast class looks among
+    broadcast classes first, then among the others: broadcast inputs read a small footprint,
+    which changes the ranking most (the gather kernel ran broadcast shapes at up to 1.3 of
+    clone and the same shapes unbroadcast at 0.2)."""
+    def stripped(key: str) -> list[str]:
+        found = []
+        for flag in (r"\.f[12](?=\.|$)", r"\.I[eg]?(?=\.|$)"):
+            nearer = re.sub(flag, "", found[-1] if found else key)
+            if nearer != (found[-1] if found else key):
+                found.append(nearer)
+        return found
+    broadcast = r"\.b(?=\.|$)"
+    if not re.search(broadcast, key):
+        return stripped(key)
+    plain = re.sub(broadcast, "", key)
+    return stripped(key) + [plain] + stripped(plain)
+
+
+def relatives(keys: Iterable[str]) -> dict[str, list[str]]:
+    """For each class a key reduces to (itself or a neighbour), the keys that reduce to it: a
+    class pools with the class `near` and with the siblings that differ from it only in the
+    flags stripped to reach `near` (t.x.f2.Ie.b and t.x.f2.Ig.b both reduce to t.x.b). Broadcast
+    and other classes stay apart: a broadcast key reduces to an unbroadcast one only as a
+    broadcast class's last resort, and is not pooled there."""
+    broadcast = re.compile(r"\.b(?=\.|$)")
+    kin: dict[str, list[str]] = collections.defaultdict(list)
+    for key in sorted(keys):
+        for near in (key, *neighbours(key)):
+            if bool(broadcast.search(near)) == bool(broadcast.search(key)):
+                kin[near].append(key)
+    return kin
 
 
 def aggregate(results: Iterable, kernels: tuple[str, ...]) -> list[ClassResult]:
@@ -127,15 +150,17 @@ def aggregate(results: Iterable, kernels: tuple[str, ...]) -> list[ClassResult]:
         clone = row.get("clone")
         if key is not None and clone is not None and clone.status == "ok":
             groups[key].append(row)
+    kin = relatives(groups)
     classes = []
     for key in sorted(groups):
         rows, pooled = list(groups[key]), []
         for near in neighbours(key):
             if len(rows) >= FEW_SHAPES:
                 break
-            if near in groups:
-                rows += groups[near]
-                pooled.append(f"{near} ({len(groups[near])})")
+            for other in kin.get(near, ()):
+                if other != key and not any(p.startswith(other + " ") for p in pooled):
+                    rows += groups[other]
+                    pooled.append(f"{other} ({len(groups[other])})")
         scores = [score(rows, k) for k in kernels]
         chosen = collections.Counter(str(r.explain.get("kernel")) for row in groups[key]
                                      for r in row.values() if r.explain)
@@ -169,13 +194,14 @@ def holdout(results: Iterable, kernels: tuple[str, ...]) -> Holdout:
     members: dict[str, list] = collections.defaultdict(list)
     for cell, key in keys.items():
         members[key].append(cell)
+    kin = relatives(members)
     vs_best, vs_aten, slower = [], [], 0
     for cell, row in cells.items():
         key = keys[cell]
         if key is None:
             continue
-        others = [r for k in (key, *neighbours(key)) for c in members.get(k, ()) if c != cell
-                  for r in cells[c].values()]
+        pool = list(dict.fromkeys(k for near in (key, *neighbours(key)) for k in kin.get(near, ())))
+        others = [r for k in pool for c in members.get(k, ()) if c != cell for r in cells[c].values()]
         ranking = {c.key: c.ranking for c in aggregate(others, kernels)}.get(key, ["aten"])
         ok = {k: r.ratio for k, r in row.items() if k in kernels and r.status == "ok" and r.ratio}
         pick = next((k for k in ranking if k in ok), "aten" if "aten" in ok else None)

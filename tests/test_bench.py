@@ -222,6 +222,17 @@ def test_summary_statistics():
     assert s.worst["eager"][0].rel == 0.0
     assert [c.group for c in s.classes] == ["TTC", "random"]
     assert s.classes[0].shares["compile"].near == 2 and s.classes[1].cells == 1
+    assert s.tuned == {}  # no autotuned column
+
+
+def test_summary_of_the_autotuned_column():
+    results = (rows_of("TTC", "a", {"clone": 1, "eager": 0.5, "compile": 0.9, "permute": 0.8, "autotuned": 0.95})
+               + rows_of("TTC", "b", {"clone": 1, "eager": 0.6, "compile": 0.7, "permute": 0.65,
+                                      "autotuned": 0.5}))
+    s = summary.summarize(results, ("clone", "eager", "compile", "permute", "autotuned"))
+    assert (s.shares["compile"].wins, s.tuned["compile"].wins) == (0, 1)
+    assert (s.tuned["eager"].compared, s.tuned["eager"].wins) == (2, 1)
+    assert s.geomeans["autotuned"] == pytest.approx((0.95 * 0.5) ** 0.5)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -381,13 +392,15 @@ def test_tune_puts_kernels_that_lose_to_aten_after_it():
 
 
 def test_a_class_of_few_shapes_ranks_on_its_neighbours_too():
+    # a broadcast class looks among broadcast classes first
     assert tune_table.neighbours("t.e4.o2.i2.w16.f2.Ie.b") == [
-        "t.e4.o2.i2.w16.f2.Ie", "t.e4.o2.i2.w16.Ie", "t.e4.o2.i2.w16"]
+        "t.e4.o2.i2.w16.Ie.b", "t.e4.o2.i2.w16.b", "t.e4.o2.i2.w16.f2.Ie", "t.e4.o2.i2.w16.Ie", "t.e4.o2.i2.w16"]
     assert tune_table.neighbours("t.e4.o2.i2.w16.I") == ["t.e4.o2.i2.w16"]
     assert tune_table.neighbours("t.e4.o2.i2.w16.f1.Ig") == ["t.e4.o2.i2.w16.Ig", "t.e4.o2.i2.w16"]
     assert tune_table.neighbours("c.e1.o0.w1") == []
     assert tune_table.neighbours("t.e4.o2.i2.w16.f1.I.b.s") == [  # small work pools with small work
-        "t.e4.o2.i2.w16.f1.I.s", "t.e4.o2.i2.w16.I.s", "t.e4.o2.i2.w16.s"]
+        "t.e4.o2.i2.w16.I.b.s", "t.e4.o2.i2.w16.b.s", "t.e4.o2.i2.w16.f1.I.s", "t.e4.o2.i2.w16.I.s",
+        "t.e4.o2.i2.w16.s"]
     results = tune_rows("t.k.Ie", {"split": 0.83, "interleave": 0.54, "aten": 0.90})
     for i in range(5):
         results += tune_rows("t.k", {"split": 0.85 + i / 100, "aten": 0.45})
@@ -396,6 +409,20 @@ def test_a_class_of_few_shapes_ranks_on_its_neighbours_too():
     assert by_key["t.k.Ie"].ranking[0] == "split" and by_key["t.k.Ie"].shapes == 6
     assert by_key["t.k.Ie"].note.startswith("1 own, with t.k (5)")
     assert by_key["t.k"].ranking == ["split", "aten"] and by_key["t.k"].shapes == 5
+
+
+def test_a_class_of_few_shapes_pools_with_siblings_that_reduce_to_the_same_neighbour():
+    # t.k.f2.Ig.b has one shape; t.k.f2.Ie.b (another interleave flag) and t.k.b reduce to the
+    # same broadcast neighbour, t.k.b, and come before the unbroadcast t.k.f2.Ig
+    results = tune_rows("t.k.f2.Ig.b", {"gather": 1.2, "aten": 0.6})
+    results += tune_rows("t.k.f2.Ie.b", {"gather": 1.1, "aten": 0.7})
+    results += tune_rows("t.k.f2.Ie.b", {"gather": 1.0, "aten": 0.8})
+    for i in range(4):
+        results += tune_rows("t.k.f2.Ig", {"gather": 0.2, "aten": 0.5 + i / 100})
+    by_key = {c.key: c for c in tune_table.aggregate(results, ("gather", "aten"))}
+    assert by_key["t.k.f2.Ig.b"].shapes == 3 and by_key["t.k.f2.Ig.b"].ranking[0] == "gather"
+    assert by_key["t.k.f2.Ig.b"].note == "1 own, with t.k.f2.Ie.b (2)"
+    assert tune_table.relatives(by_key)["t.k.b"] == ["t.k.f2.Ie.b", "t.k.f2.Ig.b"]
 
 
 def test_holdout_ranks_each_shape_without_it():
@@ -562,6 +589,30 @@ def test_tune_remeasure_adds_a_kernel_new_to_the_saved_run(tmp_path):
     # a rerank ranks the added kernel with the others
     assert tune.main(["--rerank", str(saved), "--out", str(tmp_path / "t.inc")]) == 0
     assert "rows" in (tmp_path / "t.inc").read_text()
+
+
+def test_tune_remeasure_also_times_a_kernel_on_shapes_it_never_ran(tmp_path):
+    from bench import tune
+    import json
+    rows = []
+    for n in (20, 24, 28):
+        for k, r in (("clone", 1.0), ("ours", 0.5), ("aten", 1.0)):
+            if k == "ours" and n == 28:
+                continue  # timed on the first two shapes only (another class, say, when it ran)
+            rows.append({"case": "c", "shape": [n, 30], "dims": [1, 0], "dtype": "float32", "view": "",
+                         "kernel": k, "status": "ok", "ms": 1 / r, "ratio": r, "detail": "",
+                         "explain": {"class": "t.a", "kernel": "ours"} if k == "clone" else None})
+    saved = tmp_path / "tune.json"
+    meta = {"device_name": "CPU", "torch": "2.14", "date": "2026-01-01", "chooser": "fake", "seed": 1,
+            "kernels": ["aten", "ours"], "shapes": 3, "grid_shapes": 3, "seconds": 1.0, "timing": "t"}
+    saved.write_text(json.dumps({"meta": meta, "classes": [], "rows": rows}))
+    assert tune.main(["--dry-run", "--fake", "--retime", str(saved), "--remeasure", "ours"]) == 0
+    after = json.loads(saved.read_text())
+    ours = sorted((r["shape"][0], r["detail"].split(":")[0]) for r in after["rows"] if r["kernel"] == "ours")
+    assert ours == [(20, "timed again after a change to the kernel"), (24, "timed again after a change to the kernel"),
+                    (28, "timed after the run")]
+    assert after["meta"]["retimed"] == "ours timed again after a change to it on its 3 shapes (1 of them new to it)"
+    assert after["meta"]["kernels"] == ["aten", "ours"]
 
 
 @pytest.mark.parametrize("view", [View(), View("offset", 2, 1), View("step", 0, 3), View("transposed", 3, 1),

@@ -419,9 +419,9 @@ def test_gather_needs_an_output_on_the_16_byte_grid():
     x = torch.empty(64, 3, 100, 100, device="meta")
     info = json.loads(torch.ops.cute_transpose._explain(x, [0, 2, 3, 1], 90, "gather"))
     assert info["kernel"] == "gather" and info["config"].startswith("16-byte stores")
-    # on the H100 table, bfloat16 pixels of 2 channels broadcast from one pixel take it
-    x = torch.empty(1, 2, device="meta", dtype=torch.bfloat16).expand(12915457, 2)
-    assert json.loads(torch.ops.cute_transpose._explain(x, [1, 0], 90, ""))["kernel"] == "gather"
+    # on the H100 table, two broadcast planes of bfloat16 pixels of 4 channels, unpacked, take it
+    x = torch.empty(1, 2234417, 4, device="meta", dtype=torch.bfloat16).expand(2, 2234417, 4)
+    assert json.loads(torch.ops.cute_transpose._explain(x, [2, 1, 0], 90, ""))["kernel"] == "gather"
 
 
 @pytest.mark.parametrize("shape, dims, dtype", [
