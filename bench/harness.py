@@ -210,6 +210,7 @@ class OpSpec:
     applies: Callable[[Cell], bool] = lambda cell: True
     may_refuse: bool = False        # a RuntimeError means "unsupported here" (n/a), not a bug
     explained: bool = False         # record cute_transpose.explain(x, dims) with this op's row
+    tuned: bool = False             # runs with cute_transpose.autotune() on (and is explained so)
     header: str = ""                # the table header, where it differs from the name
 
     @property
@@ -277,8 +278,6 @@ def run_op(spec: OpSpec, cell: Cell, x: torch.Tensor, source: torch.Tensor,
     an op that was timed, to time it again."""
     arg, expected = (source, source) if spec.role == "copy" else (x, x.permute(cell.dims))
     result = Result(cell, spec.name, "ok")
-    if spec.explained:
-        result.explain = explain(x, cell.dims)
     try:
         fn = spec.make(cell)
         start = time.perf_counter()
@@ -297,6 +296,12 @@ def run_op(spec: OpSpec, cell: Cell, x: torch.Tensor, source: torch.Tensor,
         refused = (spec.may_refuse and isinstance(e, RuntimeError)
                    and not isinstance(e, torch.OutOfMemoryError))
         result.status, result.detail = ("n/a" if refused else "error"), first_line(e)
+    if spec.explained:  # after the first call: an autotuned op's pick is known then
+        if spec.tuned:
+            with ext().autotune():
+                result.explain = explain(x, cell.dims)
+        else:
+            result.explain = explain(x, cell.dims)
     return result
 
 

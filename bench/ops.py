@@ -113,6 +113,17 @@ def cute_permute(cell: Cell) -> TensorFn:
     return lambda x: torch.ops.cute_transpose.permute(x, dims)
 
 
+def cute_autotuned(cell: Cell) -> TensorFn:
+    """`permute` with per-shape autotuning on: its first (checked) call times the candidates."""
+    import cute_transpose
+    dims = list(cell.dims)
+
+    def fn(x: torch.Tensor) -> torch.Tensor:
+        with cute_transpose.autotune():
+            return torch.ops.cute_transpose.permute(x, dims)
+    return fn
+
+
 def cute_op(name: str):
     return lambda cell: getattr(torch.ops.cute_transpose, name)
 
@@ -207,6 +218,10 @@ def sweep_ops(dry_run: bool, compiles: DynamicCompiles) -> list[OpSpec]:
                "cells in real dtypes only", gpu_only=True, applies=triton_applies),
         OpSpec("permute", "permute", cute_permute, "`cute_transpose.permute(x, dims)` (ours)",
                explained=True),
+        OpSpec("autotuned", "permute", cute_autotuned,
+               "ours with `cute_transpose.autotune()` on: the fastest kernel for the shape, timed "
+               "at its first call (in the checked call, so its cost is in the first-call seconds)",
+               gpu_only=True, explained=True, tuned=True),
     ]
     return [s for s in specs if not (dry_run and s.gpu_only)]
 

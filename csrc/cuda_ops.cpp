@@ -1,5 +1,6 @@
 // CUDA implementations: the device guard, the current stream, the chooser's pick (choose.h)
-// launched, and a launch check -- written once for every op. No host synchronisation.
+// launched, and a launch check -- written once for every op. No host synchronisation (but for
+// the first call of a shape with autotuning on, autotune.h).
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -8,6 +9,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "autotune.h"
 #include "cuda/launch.h"
 #include "ops.h"
 #include "variants.h"
@@ -84,7 +86,9 @@ struct RunCuda {
   static c10::cuda::CUDAGuard guard(at::Tensor const& out) { return c10::cuda::CUDAGuard(out.device()); }
 
   static void best(at::Tensor const& x, at::IntArrayRef perm, at::Tensor& out, Plan const& plan) {
-    execute(choose(plan, device_info()), x, perm, out);
+    Device const device = device_info();
+    if (!autotune_enabled()) return execute(choose(plan, device), x, perm, out);
+    execute(autotune(plan, device, [&](Choice const& c) { execute(c, x, perm, out); }), x, perm, out);
   }
 
   static void forced(at::Tensor const& x, at::IntArrayRef perm, at::Tensor& out, Plan const& plan, Kernel kernel,

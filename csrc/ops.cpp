@@ -12,6 +12,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "autotune.h"
 #include "ops.h"
 #include "variants.h"
 
@@ -113,12 +114,20 @@ std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch, c10
   Device const device{int(arch), /*tma=*/arch >= 90};
   Choice c;
   bool is_offered = true;  // the chooser would consider this kernel for this permute
-  if (kernel.empty()) {
+  auto const tuned = kernel.empty() && autotune_enabled() && x.is_cuda()
+                         ? autotuned(autotune_key(*plan, x.device().index()))
+                         : std::nullopt;
+  std::string why;
+  std::optional<Choice> remembered = tuned ? force(*plan, tuned->kernel, device, &why) : std::nullopt;
+  if (remembered) {
+    c = *remembered;
+    c.key = class_key(*plan);
+    c.reason = "autotuned on this device (median launches, fastest first): " + tuned->timings;
+  } else if (kernel.empty()) {
     c = choose(*plan, device, /*explain=*/true);
   } else {
     auto const k = kernel_from_name(std::string(kernel));
     TORCH_CHECK(k, "cute_transpose.explain: unknown kernel '", kernel, "'");
-    std::string why;
     auto forced = force(*plan, *k, device, &why);
     TORCH_CHECK(forced, "cute_transpose.explain: the ", kernel, " kernel cannot run this permute: ", why);
     c = *forced;

@@ -12,6 +12,7 @@ The test files, one concern each:
   test_autograd_compile.py gradients, gradcheck, opcheck, torch.compile fullgraph (static,
                            dynamic, out=)
   test_gpu_runtime.py      the current stream, CUDA graphs, two streams, the device guard
+  test_autotune.py         per-shape autotuning: the setting, remembered picks, tuned results
   test_banks.py            shared-memory bank maps of the seed variants (no GPU needed)
 
 Every result is compared bit-exactly (assert_bits_equal) against `reference`, on fresh random

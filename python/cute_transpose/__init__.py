@@ -51,7 +51,8 @@ def _load_extension() -> None:
 _load_extension()
 
 from . import _ops  # noqa: E402  (after the extension is loaded)
-from ._ops import KERNELS, OPS, VARIANTS, copy, explain, permute, transpose  # noqa: E402
+from ._ops import (KERNELS, OPS, VARIANTS, autotune, autotune_cache, autotune_enabled, copy, explain,  # noqa: E402
+                   permute, transpose)
 from . import _dtensor  # noqa: E402
 
 _dtensor.register_when_imported()  # DTensor sharding rules, once torch.distributed.tensor loads
@@ -59,7 +60,8 @@ _dtensor.register_when_imported()  # DTensor sharding rules, once torch.distribu
 # The ladder's variants as module functions: cute_transpose.swizzled(x), ...
 globals().update({name: getattr(_ops, name) for name in VARIANTS})
 
-__all__ = ["VARIANTS", "OPS", "KERNELS", "copy", "transpose", "permute", "explain", "has_cuda_kernels",
+__all__ = ["VARIANTS", "OPS", "KERNELS", "copy", "transpose", "permute", "explain", "autotune", "autotune_enabled",
+           "autotune_cache", "has_cuda_kernels",
            *VARIANTS]
 __version__ = "0.1.0"
 

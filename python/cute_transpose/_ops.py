@@ -177,3 +177,49 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
         return {"device": str(x.device), **plan}
     return {"device": str(x.device), "route": plan["route"], "kernel": "aten",
             "reason": "on the CPU every op is ATen's strided copy", "dims": plan["dims"], "cuda": plan}
+
+
+class autotune:
+    """Per-shape autotuning of ``transpose`` and ``permute`` on CUDA, on or off for the process.
+
+    With it on, the first call of each shape (dims, strides, dtype and alignment, per device)
+    times every kernel of KERNELS that can run it, with the L2 cache flushed before each launch,
+    and remembers the fastest (by median launch; the tuning table's pick where no other is
+    faster by more than 2%); later calls of that shape run it without timing. Off (the
+    default), the tuning table picks by shape class, with no timing at any call. The first call
+    of a shape blocks the host while it times (a few milliseconds; docs/PERFORMANCE.md has the
+    measured cost); a call on a stream being captured into a CUDA graph does not time, and runs
+    the remembered kernel or the table's. Every kernel writes the same bits, so the results do
+    not change, only their speed. ``CUTE_TRANSPOSE_AUTOTUNE=1`` in the environment turns it on
+    at import. Call it outside torch.compile'd functions.
+
+        cute_transpose.autotune()           # on from here
+        with cute_transpose.autotune():     # on inside the block, then as before
+            y = cute_transpose.permute(x, (0, 2, 3, 1))
+        cute_transpose.autotune(False)      # off (remembered picks are kept: autotune_cache)
+    """
+
+    def __init__(self, enabled: bool = True) -> None:
+        self._before = _lib._set_autotune(bool(enabled))
+
+    def __enter__(self) -> "autotune":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _lib._set_autotune(self._before)
+
+
+def autotune_enabled() -> bool:
+    """Whether per-shape autotuning is on (see ``autotune``)."""
+    return bool(_lib._autotune_enabled())
+
+
+def autotune_cache(clear: bool = False) -> list[dict]:
+    """The kernels autotuning picked so far: one dict per shape with its ``key`` (device, element
+    size, alignment and merged dims as size:input stride:output stride), the ``kernel`` and the
+    ``timings`` of the candidates, fastest first. ``clear=True`` forgets them (after returning
+    them): the next call of each shape times again."""
+    entries = json.loads(_lib._autotune_cache())
+    if clear:
+        _lib._clear_autotune_cache()
+    return entries
