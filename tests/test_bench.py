@@ -559,19 +559,27 @@ def test_tune_remeasure_replaces_a_changed_kernels_timings(tmp_path):
     assert after["meta"]["retimed"].endswith("on its 2 shapes that this build puts in another class")
 
 
+def saved_tune_run(path, cells, left_out=()):
+    """A saved tune.json at `path`: each (shape, dims) of `cells` timed for clone (1.0), "ours"
+    (0.5) and "aten" (1.0) in class t.a, but the (shape, kernel) pairs of `left_out`."""
+    import json
+    rows = [{"case": "c", "shape": list(shape), "dims": list(dims), "dtype": "float32", "view": "", "kernel": k,
+             "status": "ok", "ms": 1 / r, "ratio": r, "detail": "",
+             "explain": {"class": "t.a", "kernel": "ours"} if k == "clone" else None}
+            for shape, dims in cells for k, r in (("clone", 1.0), ("ours", 0.5), ("aten", 1.0))
+            if (tuple(shape), k) not in left_out]
+    meta = {"device_name": "CPU", "torch": "2.14", "date": "2026-01-01", "chooser": "fake", "seed": 1,
+            "kernels": ["aten", "ours"], "shapes": len(cells), "grid_shapes": len(cells), "seconds": 1.0,
+            "timing": "t"}
+    path.write_text(json.dumps({"meta": meta, "classes": [], "rows": rows}))
+    return path
+
+
 def test_tune_remeasure_adds_a_kernel_new_to_the_saved_run(tmp_path):
     from bench import tune
     import json
-    rows = []
-    for n, dims in ((20, [1, 0, 2]), (24, [1, 0, 2]), (28, [1, 0, 2]), (32, [2, 1, 0])):
-        for k, r in (("clone", 1.0), ("ours", 0.5), ("aten", 1.0)):
-            rows.append({"case": "c", "shape": [n, 2, 30], "dims": dims, "dtype": "float32", "view": "",
-                         "kernel": k, "status": "ok", "ms": 1 / r, "ratio": r, "detail": "",
-                         "explain": {"class": "t.a", "kernel": "ours"} if k == "clone" else None})
-    saved = tmp_path / "tune.json"
-    meta = {"device_name": "CPU", "torch": "2.14", "date": "2026-01-01", "chooser": "fake", "seed": 1,
-            "kernels": ["aten", "ours"], "shapes": 4, "grid_shapes": 4, "seconds": 1.0, "timing": "t"}
-    saved.write_text(json.dumps({"meta": meta, "classes": [], "rows": rows}))
+    saved = saved_tune_run(tmp_path / "tune.json", [((n, 2, 30), dims) for n, dims in (
+        (20, (1, 0, 2)), (24, (1, 0, 2)), (28, (1, 0, 2)), (32, (2, 1, 0)))])
     # the fake chooser's "rows" was never timed in this run: it is timed on every shape it is
     # offered (all four), with "ours" timed again beside it and "aten" left alone; where it
     # refuses (the transpose of the last shape) it gets no row
@@ -594,18 +602,9 @@ def test_tune_remeasure_adds_a_kernel_new_to_the_saved_run(tmp_path):
 def test_tune_remeasure_also_times_a_kernel_on_shapes_it_never_ran(tmp_path):
     from bench import tune
     import json
-    rows = []
-    for n in (20, 24, 28):
-        for k, r in (("clone", 1.0), ("ours", 0.5), ("aten", 1.0)):
-            if k == "ours" and n == 28:
-                continue  # timed on the first two shapes only (another class, say, when it ran)
-            rows.append({"case": "c", "shape": [n, 30], "dims": [1, 0], "dtype": "float32", "view": "",
-                         "kernel": k, "status": "ok", "ms": 1 / r, "ratio": r, "detail": "",
-                         "explain": {"class": "t.a", "kernel": "ours"} if k == "clone" else None})
-    saved = tmp_path / "tune.json"
-    meta = {"device_name": "CPU", "torch": "2.14", "date": "2026-01-01", "chooser": "fake", "seed": 1,
-            "kernels": ["aten", "ours"], "shapes": 3, "grid_shapes": 3, "seconds": 1.0, "timing": "t"}
-    saved.write_text(json.dumps({"meta": meta, "classes": [], "rows": rows}))
+    # "ours" timed on the first two shapes only (another class, say, when it ran)
+    saved = saved_tune_run(tmp_path / "tune.json", [((n, 30), (1, 0)) for n in (20, 24, 28)],
+                           left_out={((28, 30), "ours")})
     assert tune.main(["--dry-run", "--fake", "--retime", str(saved), "--remeasure", "ours"]) == 0
     after = json.loads(saved.read_text())
     ours = sorted((r["shape"][0], r["detail"].split(":")[0]) for r in after["rows"] if r["kernel"] == "ours")
