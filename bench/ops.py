@@ -115,11 +115,11 @@ def cute_permute(cell: Cell) -> TensorFn:
 
 def cute_autotuned(cell: Cell) -> TensorFn:
     """`permute` with per-shape autotuning on: its first (checked) call times the candidates."""
-    import cute_transpose
+    autotune = ext().autotune
     dims = list(cell.dims)
 
     def fn(x: torch.Tensor) -> torch.Tensor:
-        with cute_transpose.autotune():
+        with autotune():
             return torch.ops.cute_transpose.permute(x, dims)
     return fn
 

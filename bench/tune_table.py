@@ -153,12 +153,13 @@ def aggregate(results: Iterable, kernels: tuple[str, ...]) -> list[ClassResult]:
     kin = relatives(groups)
     classes = []
     for key in sorted(groups):
-        rows, pooled = list(groups[key]), []
+        rows, pooled, taken = list(groups[key]), [], {key}
         for near in neighbours(key):
             if len(rows) >= FEW_SHAPES:
                 break
             for other in kin.get(near, ()):
-                if other != key and not any(p.startswith(other + " ") for p in pooled):
+                if other not in taken:
+                    taken.add(other)
                     rows += groups[other]
                     pooled.append(f"{other} ({len(groups[other])})")
         scores = [score(rows, k) for k in kernels]
