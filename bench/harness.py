@@ -8,6 +8,7 @@ GB/s and the ratio to torch clone from the same cell.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 import statistics
@@ -297,10 +298,7 @@ def run_op(spec: OpSpec, cell: Cell, x: torch.Tensor, source: torch.Tensor,
                    and not isinstance(e, torch.OutOfMemoryError))
         result.status, result.detail = ("n/a" if refused else "error"), first_line(e)
     if spec.explained:  # after the first call: an autotuned op's pick is known then
-        if spec.tuned:
-            with ext().autotune():
-                result.explain = explain(x, cell.dims)
-        else:
+        with ext().autotune() if spec.tuned else contextlib.nullcontext():
             result.explain = explain(x, cell.dims)
     return result
 

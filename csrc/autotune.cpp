@@ -69,12 +69,19 @@ std::string autotune_key(Plan const& plan, int device_index) {
   return k.str();
 }
 
-std::optional<AutotunePick> autotuned(std::string const& key) {
-  auto& p = picks();
-  std::lock_guard<std::mutex> lock(p.mutex);
-  auto it = p.by_key.find(key);
-  if (it == p.by_key.end()) return std::nullopt;
-  return it->second;
+std::optional<Choice> remembered(Plan const& plan, Device const& device, int device_index, std::string* timings) {
+  AutotunePick pick;
+  {
+    auto& p = picks();
+    std::lock_guard<std::mutex> lock(p.mutex);
+    auto it = p.by_key.find(autotune_key(plan, device_index));
+    if (it == p.by_key.end()) return std::nullopt;
+    pick = it->second;
+  }
+  std::string why;
+  auto c = force(plan, pick.kernel, device, &why);
+  if (c && timings) *timings = pick.timings;
+  return c;
 }
 
 void remember(std::string const& key, AutotunePick const& pick) {

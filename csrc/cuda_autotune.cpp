@@ -96,17 +96,14 @@ std::string timings_text(std::vector<Candidate> const& timed) {
 Choice autotune(Plan const& plan, Device const& device, std::function<void(Choice const&)> const& run) {
   int index = 0;
   C10_CUDA_CHECK(cudaGetDevice(&index));
-  std::string const key = autotune_key(plan, index);
-  std::string why;
-  if (auto const pick = autotuned(key)) {
-    if (auto c = force(plan, pick->kernel, device, &why)) return *c;
-  }
+  if (auto c = remembered(plan, device, index)) return *c;
   cudaStream_t const stream = c10::cuda::getCurrentCUDAStream();
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   C10_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
   if (capture != cudaStreamCaptureStatusNone) return choose(plan, device);
 
   std::vector<Candidate> timed;
+  std::string why;
   for (auto const& name : candidate_names()) {
     auto const kernel = kernel_from_name(name);
     if (auto c = force(plan, *kernel, device, &why)) timed.push_back({std::move(*c), {}});
@@ -135,7 +132,7 @@ Choice autotune(Plan const& plan, Device const& device, std::function<void(Choic
   auto const listed = std::find_if(timed.begin(), timed.end(), [&](auto& c) { return c.choice.kernel == table; });
   Candidate const& pick =
       listed != timed.end() && timed.front().ms > (1 - kKeepTablePick) * listed->ms ? *listed : timed.front();
-  remember(key, {pick.choice.kernel, timings_text(timed)});
+  remember(autotune_key(plan, index), {pick.choice.kernel, timings_text(timed)});
   return pick.choice;
 }
 

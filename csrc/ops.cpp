@@ -114,15 +114,14 @@ std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch, c10
   Device const device{int(arch), /*tma=*/arch >= 90};
   Choice c;
   bool is_offered = true;  // the chooser would consider this kernel for this permute
+  std::string timings, why;
   auto const tuned = kernel.empty() && autotune_enabled() && x.is_cuda()
-                         ? autotuned(autotune_key(*plan, x.device().index()))
+                         ? remembered(*plan, device, x.device().index(), &timings)
                          : std::nullopt;
-  std::string why;
-  std::optional<Choice> remembered = tuned ? force(*plan, tuned->kernel, device, &why) : std::nullopt;
-  if (remembered) {
-    c = *remembered;
+  if (tuned) {
+    c = *tuned;
     c.key = class_key(*plan);
-    c.reason = "autotuned on this device (median launches, fastest first): " + tuned->timings;
+    c.reason = "autotuned on this device (median launches, fastest first): " + timings;
   } else if (kernel.empty()) {
     c = choose(*plan, device, /*explain=*/true);
   } else {
