@@ -575,6 +575,25 @@ Class classify(Plan const& plan) {
   return c;
 }
 
+// The classes a class the table lacks takes its ranking from, nearest first, in the order of
+// bench/tune_table.py's neighbours(), which pools the tuning shapes the same way: without its
+// tile-fill bucket, then also without its interleave flag; a broadcast class looks among
+// broadcast classes first and only then among the others (the gather kernel ran broadcast
+// shapes at up to 1.3 of clone and the same shapes unbroadcast at 0.2).
+std::vector<Class> nearest(Class c) {
+  std::vector<Class> found;
+  auto strip = [&found](Class k) {
+    if (std::exchange(k.fill, 0)) found.push_back(k);
+    if (std::exchange(k.interleave, 0)) found.push_back(k);
+  };
+  strip(c);
+  if (std::exchange(c.broadcast, false)) {
+    found.push_back(c);
+    strip(c);
+  }
+  return found;
+}
+
 std::vector<Kernel> parse_ranking(std::string const& text) {
   std::vector<Kernel> ranking;
   std::stringstream in(text);
@@ -908,22 +927,17 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
     }
     return c;
   }
-  Class cls = classify(plan);
+  Class const cls = classify(plan);
   std::string const own = cls.text();
   std::string key = own;
   Table const* table = table_for(device.arch);
   auto row = table ? table->find(key) : Table::const_iterator{};
-  // A class the table lacks takes the ranking of its nearest measured neighbour: the same
-  // class without broadcast, then with fuller tiles, then without the interleave flag (the
-  // order of bench/tune_table.py's neighbours()).
-  for (auto drop : {+[](Class& c) { return std::exchange(c.broadcast, false); },
-                    +[](Class& c) { return std::exchange(c.fill, 0) != 0; },
-                    +[](Class& c) { return std::exchange(c.interleave, 0) != 0; }}) {
-    if (!table || row != table->end()) break;
-    if (!drop(cls)) continue;
-    key = cls.text();
-    row = table->find(key);
-  }
+  if (table)
+    for (Class const& near : nearest(cls)) {
+      if (row != table->end()) break;
+      key = near.text();
+      row = table->find(key);
+    }
   bool const tuned = table && row != table->end();
   std::vector<Kernel> const fallback = tuned ? std::vector<Kernel>{} : fallback_ranking(plan);
   std::vector<Kernel> const& ranking = tuned ? row->second.ranking : fallback;

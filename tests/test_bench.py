@@ -425,6 +425,34 @@ def test_a_class_of_few_shapes_pools_with_siblings_that_reduce_to_the_same_neigh
     assert tune_table.relatives(by_key)["t.k.b"] == ["t.k.f2.Ie.b", "t.k.f2.Ig.b"]
 
 
+@pytest.mark.parametrize("shape, expanded, dims, dtype", [
+    ((300, 4099), 1, (0, 1), torch.uint8),  # t.e1.o4.i3.w1.f1.b: t.e1.o4.i3.w1.b before t.e1.o4.i3.w1.f1
+    ((12, 300, 17, 33), 1, (2, 0, 3, 1), torch.float64),  # t.e8.o4.i3.w8.f2.b: t.e8.o4.i3.w8.b
+    ((9, 30000, 17), 2, (1, 0, 2), torch.uint8),
+    ((300, 256, 3, 256), 2, (2, 1, 3, 0), torch.uint8),
+    ((3, 5, 7, 11), None, (3, 1, 2, 0), torch.int16),
+    ((257, 64, 257), None, (2, 1, 0), torch.uint8),
+])
+def test_the_chooser_finds_a_class_the_table_lacks_where_tuning_pooled_it(shape, expanded, dims, dtype):
+    # A class without an entry runs the ranking of the first of neighbours() that has one: the
+    # order the tuning pooled shapes in and the holdout measured, broadcast classes first among
+    # broadcast ones (t.x.f1.b takes t.x.b's ranking before t.x.f1's).
+    import cute_transpose
+    table = dict(tune_table.parse_inc((Path(__file__).parents[1] / "csrc" / "tuning" / "sm_90.inc").read_text()))
+    base = [1 if d == expanded else s for d, s in enumerate(shape)]
+    x = torch.empty(base, dtype=dtype, device="meta").expand(shape)
+    info = cute_transpose.explain(x, dims)["cuda"]
+    own = info["class"]
+    nearest = () if own.endswith(".s") else (own, *tune_table.neighbours(own))  # small work: no table
+    near = next((k for k in nearest if k in table), None)
+    if near is None:
+        assert info["reason"].startswith(("rule: ", "small work: ")), info
+    else:
+        assert info["reason"].startswith(f"tuned for sm_90: class {near} ranks {table[near]}"), info
+    if expanded is not None:  # the cases chosen to exercise the lookup order
+        assert own not in table and near is not None and near.endswith(".b") and near != own, info
+
+
 def test_holdout_ranks_each_shape_without_it():
     results = []
     for i in range(3):  # "split" wins each shape, by a little less each time
