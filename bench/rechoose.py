@@ -1,8 +1,9 @@
-"""Which kernel the chooser of this build picks for every cell of a saved sweep, beside the kernel
-that ran when the sweep was measured and how it did against eager: a new tuning table or class
-rule can be checked against a saved sweep on any machine, without a GPU.
+"""Which kernel the chooser of this build picks for every cell of a saved benchmark run, beside
+the kernel that ran when it was measured and how it did against eager: a new tuning table or
+class rule can be checked against saved runs on any machine, without a GPU.
 
     python3 bench/rechoose.py bench/results/NVIDIA_H100_80GB_HBM3-sweep.json [--all]
+    python3 bench/rechoose.py bench/results/NVIDIA_H100_80GB_HBM3.json  # matrix and permutation tables
 
 Prints one line per cell whose kernel changes (with --all: every cell), marked `+` where the
 measured kernel trailed eager by more than 0.01 (a change there may help) and `-` where it beat
@@ -33,17 +34,20 @@ def chosen(x: torch.Tensor, dims: Sequence[int], arch: int) -> str:
     return json.loads(torch.ops.cute_transpose._explain(x, list(dims), arch, ""))["kernel"]
 
 
+SECTIONS = ("results", "permute", "sweep")  # a run's matrix, permutation and sweep tables
+
+
 def rechoose(saved: dict, arch: int = 90) -> list[dict]:
     """One row per measured cell: its key, the kernel that ran, its and eager's ratio to clone,
     and the kernel this build picks."""
     ext()
     ops = collections.defaultdict(dict)
-    for r in saved["sweep"]:
+    for r in (r for section in SECTIONS for r in saved.get(section, ())):
         key = (r["case"], tuple(r["shape"]), tuple(r["dims"]), r["dtype"], json.dumps(r["view"]))
         ops[key][r["op"]] = r
     rows = []
     for (case, shape, dims, dtype, view), cell in ops.items():
-        ours, eager = cell.get("permute"), cell.get("eager")
+        ours, eager = cell.get("permute") or cell.get("transpose"), cell.get("eager")
         if ours is None or ours.get("explain") is None:
             continue
         layout = View(**json.loads(view))
@@ -64,11 +68,11 @@ def mark(row: dict) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("sweep_json", type=Path, help="a saved <gpu>-sweep.json")
+    p.add_argument("run_json", type=Path, help="a saved <gpu>-sweep.json or <gpu>.json")
     p.add_argument("--arch", type=int, default=90, help="the table to look up [90]")
     p.add_argument("--all", action="store_true", help="every cell, not only the changed ones")
     args = p.parse_args(argv)
-    rows = rechoose(json.loads(args.sweep_json.read_text()), args.arch)
+    rows = rechoose(json.loads(args.run_json.read_text()), args.arch)
     changed = collections.Counter()
     for r in rows:
         if r["ran"] != r["now"]:

@@ -51,7 +51,7 @@ from bench.ops import CLONE  # noqa: E402
 from bench.report import sanitize  # noqa: E402
 from bench.tune_grid import MAIN_BANDS, TUNE_SEED, VIEW_KINDS, by_chooser_class, tune_cells  # noqa: E402
 from bench.summary import by_cell  # noqa: E402
-from bench.tune_table import (SavedResult, aggregate, class_key, holdout,  # noqa: E402
+from bench.tune_table import (SavedResult, aggregate, class_holdout, class_key, holdout,  # noqa: E402
                               inc_text, report_markdown, saved_results, tune_json)
 
 DRY_MAX_NUMEL = 1 << 12
@@ -468,6 +468,7 @@ def rerank(args: argparse.Namespace) -> int:
     classes = aggregate(results, tuple(meta["kernels"]))
     if args.holdout:
         print(holdout(results, tuple(meta["kernels"])).text())
+        print(class_holdout(results, tuple(meta["kernels"])).text())
     out = args.out or REPO_ROOT / "csrc" / "tuning" / "sm_90.inc"
     report = args.report or args.rerank[0].with_suffix(".md")
     for path, text in ((out, inc_text(classes, meta)), (report, report_markdown(classes, meta))):

@@ -603,16 +603,27 @@ std::vector<Kernel> parse_ranking(std::string const& text) {
   return ranking;
 }
 
-// The tuning tables, one per architecture: class key -> candidates, best first (as text in
-// the .inc files, parsed once).
+// The tuning tables, one per architecture: class key -> candidates, best first, and the
+// candidates a class the table lacks takes from it where they differ (as text in the .inc files,
+// parsed once). A borrowed ranking keeps the class's first kernel ahead of ATen's copy only where
+// it ran at 1.1 x ATen's speed or more over the class: the evidence is at one remove
+// (bench/tune_table.py, LENT_MARGIN, has the measurement).
+struct Row {
+  char const* key;
+  char const* ranking;
+  char const* lent = "";  // empty: the ranking itself
+};
 struct Tuned {
-  std::string text;
-  std::vector<Kernel> ranking;
+  std::string text, lent_text;
+  std::vector<Kernel> ranking, lent;
 };
 using Table = std::map<std::string, Tuned>;
-Table parse_table(std::map<std::string, std::string> const& rows) {
+Table parse_table(std::initializer_list<Row> rows) {
   Table table;
-  for (auto const& [key, text] : rows) table[key] = {text, parse_ranking(text)};
+  for (Row const& r : rows) {
+    std::string const lent = *r.lent ? r.lent : r.ranking;
+    table[r.key] = {r.ranking, lent, parse_ranking(r.ranking), parse_ranking(lent)};
+  }
   return table;
 }
 Table const* table_for(int arch) {
@@ -940,7 +951,8 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
     }
   bool const tuned = table && row != table->end();
   std::vector<Kernel> const fallback = tuned ? std::vector<Kernel>{} : fallback_ranking(plan);
-  std::vector<Kernel> const& ranking = tuned ? row->second.ranking : fallback;
+  bool const lent = tuned && key != own;
+  std::vector<Kernel> const& ranking = !tuned ? fallback : lent ? row->second.lent : row->second.ranking;
   std::string skipped;
   for (Kernel k : ranking) {
     std::string why;
@@ -951,7 +963,8 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
         c->reason = tuned ? "tuned for sm_" + std::to_string(device.arch) + ": class " + key + " ranks " + row->second.text
                           : "rule: neither class " + own + " nor its neighbours has a tuning entry for sm_" +
                                 std::to_string(device.arch);
-        if (tuned && key != own) c->reason += " (the table has no class " + own + ")";
+        if (lent && row->second.lent_text != row->second.text) c->reason += ", lends " + row->second.lent_text;
+        if (lent) c->reason += " (the table has no class " + own + ")";
         if (!skipped.empty()) c->reason += "; skipped " + skipped;
       }
       return *c;

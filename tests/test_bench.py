@@ -425,20 +425,23 @@ def test_a_class_of_few_shapes_pools_with_siblings_that_reduce_to_the_same_neigh
     assert tune_table.relatives(by_key)["t.k.b"] == ["t.k.f2.Ie.b", "t.k.f2.Ig.b"]
 
 
-@pytest.mark.parametrize("shape, expanded, dims, dtype", [
-    ((300, 4099), 1, (0, 1), torch.uint8),  # t.e1.o4.i3.w1.f1.b: t.e1.o4.i3.w1.b before t.e1.o4.i3.w1.f1
-    ((12, 300, 17, 33), 1, (2, 0, 3, 1), torch.float64),  # t.e8.o4.i3.w8.f2.b: t.e8.o4.i3.w8.b
-    ((9, 30000, 17), 2, (1, 0, 2), torch.uint8),
-    ((300, 256, 3, 256), 2, (2, 1, 3, 0), torch.uint8),
-    ((3, 5, 7, 11), None, (3, 1, 2, 0), torch.int16),
-    ((257, 64, 257), None, (2, 1, 0), torch.uint8),
+@pytest.mark.parametrize("shape, expanded, dims, dtype, case", [
+    ((300, 4099), 1, (0, 1), torch.uint8, "broadcast first"),  # t.e1.o4.i3.w1.b, not t.e1.o4.i3.w1.f1
+    ((12, 300, 17, 33), 1, (2, 0, 3, 1), torch.float64, "broadcast first"),  # t.e8.o4.i3.w8.b
+    ((9, 30000, 17), 2, (1, 0, 2), torch.uint8, "broadcast first"),
+    ((300, 256, 3, 256), 2, (2, 1, 3, 0), torch.uint8, "broadcast first"),
+    # t.e8.o2.i4.w8.f2.b takes t.e8.o2.i4.w8.f2's ranking, whose gather ran under 1.1 x ATen's copy
+    ((3, 17, 30000), 0, (2, 0, 1), torch.float64, "lent"),
+    ((3, 5, 7, 11), None, (3, 1, 2, 0), torch.int16, ""),
+    ((257, 64, 257), None, (2, 1, 0), torch.uint8, ""),
 ])
-def test_the_chooser_finds_a_class_the_table_lacks_where_tuning_pooled_it(shape, expanded, dims, dtype):
-    # A class without an entry runs the ranking of the first of neighbours() that has one: the
-    # order the tuning pooled shapes in and the holdout measured, broadcast classes first among
-    # broadcast ones (t.x.f1.b takes t.x.b's ranking before t.x.f1's).
+def test_the_chooser_finds_a_class_the_table_lacks_where_tuning_pooled_it(shape, expanded, dims, dtype, case):
+    # A class without an entry runs the ranking lent by the first of neighbours() that has one:
+    # the order the tuning pooled shapes in and the holdouts measured, broadcast classes first
+    # among broadcast ones (t.x.f1.b takes t.x.b's ranking before t.x.f1's).
     import cute_transpose
-    table = dict(tune_table.parse_inc((Path(__file__).parents[1] / "csrc" / "tuning" / "sm_90.inc").read_text()))
+    table = {key: rankings for key, *rankings in
+             tune_table.parse_inc((Path(__file__).parents[1] / "csrc" / "tuning" / "sm_90.inc").read_text())}
     base = [1 if d == expanded else s for d, s in enumerate(shape)]
     x = torch.empty(base, dtype=dtype, device="meta").expand(shape)
     info = cute_transpose.explain(x, dims)["cuda"]
@@ -448,24 +451,50 @@ def test_the_chooser_finds_a_class_the_table_lacks_where_tuning_pooled_it(shape,
     if near is None:
         assert info["reason"].startswith(("rule: ", "small work: ")), info
     else:
-        assert info["reason"].startswith(f"tuned for sm_90: class {near} ranks {table[near]}"), info
-    if expanded is not None:  # the cases chosen to exercise the lookup order
-        assert own not in table and near is not None and near.endswith(".b") and near != own, info
+        ranks = table[near]  # [ranking] or [ranking, lent ranking]
+        assert info["reason"].startswith(f"tuned for sm_90: class {near} ranks {ranks[0]}"), info
+        assert info["kernel"] in (ranks[-1] if near != own else ranks[0]).split(","), info
+        if near != own and len(ranks) == 2:
+            assert f"lends {ranks[1]} (the table has no class {own})" in info["reason"], info
+    if case:  # the cases chosen to exercise the lookup
+        assert own not in table and near is not None and near != own, info
+    if case == "broadcast first":
+        assert near.endswith(".b"), info
+    if case == "lent":
+        assert len(table[near]) == 2 and info["kernel"] == "aten" != table[near][0].split(",")[0], info
 
 
-def test_holdout_ranks_each_shape_without_it():
+def test_a_kernel_lent_to_a_class_the_table_lacks_must_beat_aten_by_a_margin():
+    # gather ran the class at 1.05 x ATen's copy: its own shapes run it, a class borrowing the
+    # ranking runs ATen's copy first; at 1.2 x, both run gather
+    for i, (lead, lent) in enumerate(((1.05, ["aten", "gather"]), (1.2, []))):
+        results = []
+        for j in range(3):
+            results += tune_rows(f"t.k{i}", {"gather": 0.5 * lead + j / 1000, "aten": 0.5 + j / 1000})
+        [c] = tune_table.aggregate(results, ("gather", "aten"))
+        assert (c.ranking, c.lent) == (["gather", "aten"], lent)
+        line = tune_table.inc_line(c)
+        assert tune_table.parse_inc(line) == [(f"t.k{i}", "gather,aten", *([",".join(lent)] if lent else []))]
+
+
+def test_class_holdout_runs_a_class_left_out_of_the_table_by_its_nearest_class():
+    kernels = ("tile", "gather", "aten")
     results = []
-    for i in range(3):  # "split" wins each shape, by a little less each time
-        results += tune_rows("t.k", {"split": 0.9 - i / 100, "aten": 0.5})
-    results += tune_rows("t.k", {"split": 0.4, "aten": 0.8})  # a shape where aten wins
-    h = tune_table.holdout(results, ("split", "aten"))
-    # Holding out a split shape leaves the aten shape among the others: split loses to aten on 1
-    # of 3 (over the guard's fifth), so aten ranks first and runs the held-out shape. Holding out
-    # the aten shape leaves three split wins: split runs it, at half aten's speed.
-    assert h.shapes == 4 and h.slower_than_aten == 1
-    assert h.vs_best == pytest.approx((0.5 / 0.9 * 0.5 / 0.89 * 0.5 / 0.88 * 0.5) ** 0.25)
-    assert h.vs_aten == pytest.approx(0.5 ** (1 / 4))
-    assert "4 shapes held out" in h.text()
+    for i in range(2):  # the class held out: gather runs it at twice ATen's speed, tile not at all
+        results += tune_rows("t.k.f1.b", {"gather": 1.2 + i / 100, "aten": 0.6})
+    for i in range(3):  # its broadcast neighbour ranks gather first
+        results += tune_rows("t.k.b", {"gather": 1.1 + i / 100, "aten": 0.7})
+    for i in range(3):  # its unbroadcast neighbour ranks tile first, then ATen's copy
+        results += tune_rows("t.k.f1", {"tile": 0.9 + i / 100, "gather": 0.2, "aten": 0.5})
+    # t.k.b and t.k.f1 have no neighbour with shapes (t.k): only t.k.f1.b is scored
+    h = tune_table.class_holdout(results, kernels)
+    assert (h.classes, h.shapes, h.slower_than_aten) == (1, 2, 0)
+    assert h.vs_best == pytest.approx(1.0) and h.vs_aten == pytest.approx((1.2 / 0.6 * 1.21 / 0.6) ** 0.5)
+    assert "1 classes held out whole, their 2 shapes" in h.text()
+    # looked up unbroadcast first, it would take t.k.f1's ranking: tile cannot run, so ATen's copy
+    unbroadcast_first = {"t.k.f1.b": ["t.k.f1", "t.k", "t.k.b"]}
+    h = tune_table.class_holdout(results, kernels, lambda key: unbroadcast_first.get(key, []))
+    assert h.classes == 1 and h.vs_best == pytest.approx((0.6 / 1.2 * 0.6 / 1.21) ** 0.5)
 
 
 def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path):
@@ -664,6 +693,10 @@ def test_rechoose_replays_the_chooser_on_a_saved_sweep():
     assert r["now"] == cute_transpose.explain(x, dims)["cuda"]["kernel"]
     assert r["ran"] == "box" and rechoose.mark(r) == "+"  # 0.5 trails eager's 0.9
     assert harness.meta_input(shape, "uint8", View(**view)).stride() == x.stride()
+    # a run's matrix table: the op is "transpose"
+    matrix = {"results": [{**row("eager", 0.4), "case": "m"}, {**row("transpose", 0.45, "aten"), "case": "m"}]}
+    [r] = rechoose.rechoose(matrix)
+    assert r["case"] == "m" and r["ran"] == "aten" and r["now"] == cute_transpose.explain(x, dims)["cuda"]["kernel"]
 
 
 def test_a_sweep_alone_writes_sweep_named_reports(tmp_path):
