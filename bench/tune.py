@@ -51,8 +51,9 @@ from bench.ops import CLONE  # noqa: E402
 from bench.report import sanitize  # noqa: E402
 from bench.tune_grid import MAIN_BANDS, TUNE_SEED, VIEW_KINDS, by_chooser_class, tune_cells  # noqa: E402
 from bench.summary import by_cell  # noqa: E402
-from bench.tune_table import (SavedResult, aggregate, class_holdout, class_key, holdout,  # noqa: E402
-                              inc_text, report_markdown, saved_results, tune_json)
+from bench.tune_table import (SMALL_WORK, Holdout, SavedResult, aggregate, class_holdout,  # noqa: E402
+                              class_key, holdout, inc_text, picked, report_markdown, saved_results,
+                              tally, tune_json)
 
 DRY_MAX_NUMEL = 1 << 12
 
@@ -446,6 +447,22 @@ def reclassified(results: list[SavedResult], chooser: Chooser) -> list[SavedResu
     return offered(out, chooser, saved_cell)
 
 
+def rule_replay(results: list[SavedResult], kernels: tuple[str, ...], arch: int = 0) -> Holdout:
+    """Each saved shape (small work left out) run by the kernel this build's chooser picks for it
+    on a GPU of `arch`: by default one without a table, which follows the fixed rule."""
+    picks = []
+    for cell, row in by_cell(results).items():
+        key = class_key(row)
+        if key is None or key.endswith(SMALL_WORK):
+            continue
+        c = saved_cell(cell)
+        x = meta_input(c.shape, c.dtype, c.view)
+        kernel = json.loads(torch.ops.cute_transpose._explain(x, list(c.dims), arch, ""))["kernel"]
+        if (p := picked(row, [kernel], kernels)) is not None:
+            picks.append(p)
+    return tally(picks)
+
+
 def rerank(args: argparse.Namespace) -> int:
     """The table and report again from saved tune.json files, with the current ranking rule."""
     runs = [json.loads(path.read_text()) for path in args.rerank]
@@ -469,6 +486,9 @@ def rerank(args: argparse.Namespace) -> int:
     if args.holdout:
         print(holdout(results, tuple(meta["kernels"])).text())
         print(class_holdout(results, tuple(meta["kernels"])).text())
+        if args.reclassify:
+            rule = rule_replay(results, tuple(meta["kernels"]))
+            print(f"the fixed rule (a GPU without a table) on {rule.shapes} shapes: {rule.figures()}")
     out = args.out or REPO_ROOT / "csrc" / "tuning" / "sm_90.inc"
     report = args.report or args.rerank[0].with_suffix(".md")
     for path, text in ((out, inc_text(classes, meta)), (report, report_markdown(classes, meta))):

@@ -203,9 +203,13 @@ class Holdout:
     def text(self) -> str:
         held = (f"{self.shapes} shapes held out" if self.classes is None else
                 f"{self.classes} classes held out whole, their {self.shapes} shapes run by their nearest class's pick")
-        return (f"{held}: the pick reaches {self.vs_best:.3f} of the best "
-                f"kernel and {self.vs_aten:.3f} x ATen's copy; slower than ATen's copy by more "
-                f"than {GUARD:.0%} on {self.slower_than_aten}")
+        return f"{held}: {self.figures()}"
+
+    def figures(self) -> str:
+        if not self.shapes:
+            return "no shape to score"
+        return (f"the pick reaches {self.vs_best:.3f} of the best kernel and {self.vs_aten:.3f} x "
+                f"ATen's copy; slower than ATen's copy by more than {GUARD:.0%} on {self.slower_than_aten}")
 
 
 def tally(picks: list[tuple[float, Optional[float]]], classes: Optional[int] = None) -> Holdout:
@@ -359,6 +363,8 @@ def rank(c: ClassResult, rows: list[dict]) -> None:
             if losses.get(k)] if "aten" in c.ranking else []
     if lost:  # kept ahead of aten, but slower than it by more than GUARD on some shapes
         c.note = "; ".join(filter(None, [c.note, "slower than aten " + ", ".join(lost)]))
+    if c.lent:
+        c.note = "; ".join(filter(None, [c.note, f"lends aten first: {c.winner} is not {LENT_MARGIN} x aten"]))
     if c.key.endswith(SMALL_WORK) and c.ranking:
         c.note = f"small work: ATen's copy; by score {','.join(c.ranking)}"
         c.ranking, c.lent = ["aten"], []
@@ -444,7 +450,9 @@ def report_markdown(classes: list[ClassResult], meta: dict) -> str:
         "- one column per kernel: its geomean ratio to clone; `(k/n)` = it ran on k of the n "
         "shapes (the others raised: it cannot run them); `n/a` = it ran on none; `WRONG` = a "
         "result differed from `x.permute(dims).contiguous()` (never a winner)",
-        f"- `note`: `few shapes` = fewer than {FEW_SHAPES} shapes measured: a weak verdict",
+        f"- `note`: `few shapes` = fewer than {FEW_SHAPES} shapes measured: a weak verdict; "
+        f"`lends aten first` = a class the table lacks that borrows this ranking runs ATen's copy "
+        f"first, since the winner ran under {LENT_MARGIN} x its speed here",
     ]
     return "\n".join(lines) + "\n"
 

@@ -497,7 +497,7 @@ def test_class_holdout_runs_a_class_left_out_of_the_table_by_its_nearest_class()
     assert h.classes == 1 and h.vs_best == pytest.approx((0.6 / 1.2 * 0.6 / 1.21) ** 0.5)
 
 
-def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path):
+def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path, capsys):
     from bench import tune
     import cute_transpose
     rows = [{"case": "c", "shape": [4, 5], "dims": [1, 0], "dtype": "float32", "view": "", "kernel": k,
@@ -520,6 +520,14 @@ def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path):
     assert tune.main(["--rerank", str(saved), "--reclassify", "--out", str(tmp_path / "t.inc")]) == 0
     [(key, ranking)] = tune_table.parse_inc((tmp_path / "t.inc").read_text())
     assert key == cute_transpose.explain(torch.empty(262144, 5), (1, 0))["cuda"]["class"] and ranking == "box,aten"
+    # --holdout also replays the fixed rule (a GPU without a table) on the saved shape
+    capsys.readouterr()
+    assert tune.main(["--rerank", str(saved), "--reclassify", "--holdout", "--out", str(tmp_path / "t.inc")]) == 0
+    rule = __import__("json").loads(torch.ops.cute_transpose._explain(torch.empty(262144, 5), [1, 0], 0, ""))
+    ratio = {"box": 0.8, "aten": 0.5}.get(rule["kernel"], 0.5)  # a kernel not measured: ATen's copy
+    assert (f"the fixed rule (a GPU without a table) on 1 shapes: the pick reaches {ratio / 0.8:.3f} of the best "
+            f"kernel and {ratio / 0.5:.3f} x ATen's copy") in (out := capsys.readouterr().out)
+    assert "0 classes held out whole, their 0 shapes run by their nearest class's pick: no shape to score" in out
     saved.write_text(__import__("json").dumps({"meta": meta, "classes": [], "rows": rows}))
     # several runs rank over all their shapes: a second grid where aten wins outvotes the first
     rows2 = [{**r, "shape": [6, 7], "ratio": {"clone": 1.0, "tile": 0.3, "aten": 0.8}[r["kernel"]]} for r in rows]
