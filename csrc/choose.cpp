@@ -556,12 +556,19 @@ struct Class {
   }
 };
 
+// Some dim of two or more elements is read with stride 0 (an expand()ed view).
+bool broadcast_input(Plan const& plan) {
+  for (int i = 0; i < plan.rank; ++i)
+    if (plan.dims[i].size > 1 && plan.dims[i].in == 0) return true;
+  return false;
+}
+
 Class classify(Plan const& plan) {
   int64_t const E = plan.element_size;
   Class c{plan.copy_route(), int(E), bucket(plan.dims[plan.m].size * E),
           plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0, 0, 0, false, false,
           small_work(plan)};
-  for (int i = 0; i < plan.rank; ++i) c.broadcast |= plan.dims[i].size > 1 && plan.dims[i].in == 0;
+  c.broadcast = broadcast_input(plan);
   auto const p = plan.copy_route() ? rows_problem(plan) : matrix_problem(plan);
   if (!p) return c;
   c.width = plan.copy_route() ? rows_width(*p) : tile_width(*p);
@@ -592,6 +599,12 @@ std::vector<Class> nearest(Class c) {
     strip(c);
   }
   return found;
+}
+
+std::string names(std::vector<Kernel> const& ranking) {
+  std::string text;
+  for (Kernel k : ranking) text += (text.empty() ? "" : ",") + std::string(kernel_name(k));
+  return text;
 }
 
 std::vector<Kernel> parse_ranking(std::string const& text) {
@@ -636,15 +649,24 @@ Table const* table_for(int arch) {
   return it == tables.end() ? nullptr : &it->second;
 }
 
-// The rule for classes and GPUs without a table entry: long rows copy as rows; a short side of
-// a few elements interleaves, or else takes ATen's copy (the split and box kernels won some of
-// the H100 table's classes of that kind and lost to ATen's copy in others); long sides on both
-// ends take the tile, shorter ones the split tile.
+// The rule for classes and GPUs without a table entry: rows copy as rows; a short side of a few
+// elements interleaves; long sides on both ends take the tile, shorter ones the split tile, and
+// rows no vector fits the padded seed kernel; a broadcast input goes to the gather kernel first,
+// except where the interleave or the full tile kernel runs it. Replayed on the H100's 9274
+// tuning shapes beyond small work (bench/tune.py --holdout), the rule picks 0.823 of the best
+// kernel and runs more than 5% slower than ATen's copy on 1137 of them; before the box kernel
+// left short copy rows (0.45 x ATen's copy there, where rows ran 1.19 x) and gather came first
+// on broadcast inputs (split: 1.03 -> 1.14 x ATen's copy, padded 1.02 -> 1.34, copy rows
+// 1.21 -> 1.29), 0.764 and 1787. Not measured on any other GPU.
 std::vector<Kernel> fallback_ranking(Plan const& plan) {
   int64_t const E = plan.element_size;
+  auto gather_first = [&plan](std::vector<Kernel> ranking) {
+    if (broadcast_input(plan)) ranking.insert(ranking.begin(), Kernel::Gather);
+    return ranking;
+  };
   if (plan.copy_route()) {
-    if (plan.dims[plan.m].size * E >= 64) return {Kernel::Rows, Kernel::Box, Kernel::Aten};
-    return {Kernel::Box, Kernel::Rows, Kernel::Aten};
+    if (plan.dims[plan.m].size * E >= 64) return gather_first({Kernel::Rows, Kernel::Box, Kernel::Aten});
+    return gather_first({Kernel::Rows, Kernel::Aten});
   }
   int64_t const m_bytes = plan.dims[plan.m].size * E, n_bytes = plan.dims[plan.n].size * E;
   if (std::min(plan.dims[plan.m].size, plan.dims[plan.n].size) <= kMaxVectorChannels)
@@ -653,9 +675,9 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
   // kernel in every such class of the H100 table (0.47 vs 0.37 of clone for 1-byte, 0.64 vs
   // 0.55 for 2-byte, 0.75 vs 0.38 for 4-byte elements).
   auto const p = matrix_problem(plan);
-  if (p && tile_width(*p) == E && E <= 4) return {Kernel::Padded, Kernel::Tile, Kernel::Aten};
+  if (p && tile_width(*p) == E && E <= 4) return gather_first({Kernel::Padded, Kernel::Tile, Kernel::Aten});
   if (m_bytes >= 512 && n_bytes >= 512) return {Kernel::Tile, Kernel::Aten};
-  return {Kernel::Split, Kernel::Tile, Kernel::Aten};
+  return gather_first({Kernel::Split, Kernel::Tile, Kernel::Aten});
 }
 
 }  // namespace
@@ -962,7 +984,7 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
         c->key = own;  // the plan's own class, which tuning groups its shapes by
         c->reason = tuned ? "tuned for sm_" + std::to_string(device.arch) + ": class " + key + " ranks " + row->second.text
                           : "rule: neither class " + own + " nor its neighbours has a tuning entry for sm_" +
-                                std::to_string(device.arch);
+                                std::to_string(device.arch) + "; the rule ranks " + names(fallback);
         if (lent && row->second.lent_text != row->second.text) c->reason += ", lends " + row->second.lent_text;
         if (lent) c->reason += " (the table has no class " + own + ")";
         if (!skipped.empty()) c->reason += "; skipped " + skipped;

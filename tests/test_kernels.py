@@ -446,6 +446,23 @@ def test_explain_names_the_shapes_own_class_and_the_table_entry_it_used(shape, d
         assert info["reason"].startswith(f"rule: neither class {own} nor its neighbours"), info
 
 
+@pytest.mark.parametrize("make, dims, ranking", [
+    (lambda: torch.empty(4096, 4096), (1, 0), "tile,aten"),
+    (lambda: torch.empty(100000, 4, 8)[:, :, :3], (0, 1, 2), "rows,aten"),  # 12-byte rows: no box
+    (lambda: torch.empty(100000, 1, 8).expand(100000, 3, 8), (0, 1, 2), "gather,rows,aten"),
+    (lambda: torch.empty(1000, 1, 64).expand(1000, 300, 64), (0, 1, 2), "gather,rows,box,aten"),
+    (lambda: torch.empty(64, 1, 100).expand(64, 300, 100), (2, 1, 0), "gather,split,tile,aten"),
+    (lambda: torch.empty(8000, 30, 37, dtype=torch.int16), (0, 2, 1), "padded,tile,aten"),
+])
+def test_a_gpu_without_a_table_follows_the_fixed_rule(make, dims, ranking):
+    # arch 0 has no table: explain() names the rule's ranking, and the first kernel of it that
+    # can run the shape runs it
+    info = json.loads(torch.ops.cute_transpose._explain(make(), list(dims), 0, ""))
+    assert info["reason"].startswith(f"rule: neither class {info['class']} nor its neighbours"), info
+    assert info["reason"].endswith(f"; the rule ranks {ranking}") and info["kernel"] in ranking.split(","), info
+    assert info["kernel"] == ranking.split(",")[0], info  # each of these runs the rule's first
+
+
 def test_class_key_marks_broadcast_inputs():
     x = torch.empty(64, 1, 32).expand(64, 180, 32)  # input stride 0 along the 180
     assert re.search(r"\.b(\.s)?$", cute_transpose.explain(x, (0, 2, 1))["cuda"]["class"])
