@@ -447,10 +447,11 @@ def reclassified(results: list[SavedResult], chooser: Chooser) -> list[SavedResu
     return offered(out, chooser, saved_cell)
 
 
-def rule_replay(results: list[SavedResult], kernels: tuple[str, ...], arch: int = 0) -> Holdout:
+def rule_replay(results: list[SavedResult], kernels: tuple[str, ...], arch: int = 0) -> tuple[Holdout, int]:
     """Each saved shape (small work left out) run by the kernel this build's chooser picks for it
-    on a GPU of `arch`: by default one without a table, which follows the fixed rule."""
-    picks = []
+    on a GPU of `arch`: by default one without a table, which follows the fixed rule. Shapes
+    where the saved run has no correct result of that kernel are left out and counted."""
+    picks, unmeasured = [], 0
     for cell, row in by_cell(results).items():
         key = class_key(row)
         if key is None or key.endswith(SMALL_WORK):
@@ -458,9 +459,12 @@ def rule_replay(results: list[SavedResult], kernels: tuple[str, ...], arch: int 
         c = saved_cell(cell)
         x = meta_input(c.shape, c.dtype, c.view)
         kernel = json.loads(torch.ops.cute_transpose._explain(x, list(c.dims), arch, ""))["kernel"]
-        if (p := picked(row, [kernel], kernels)) is not None:
+        r = row.get(kernel)
+        if r is None or r.status != "ok" or not r.ratio or kernel not in kernels:
+            unmeasured += 1
+        elif (p := picked(row, [kernel], kernels)) is not None:
             picks.append(p)
-    return tally(picks)
+    return tally(picks), unmeasured
 
 
 def rerank(args: argparse.Namespace) -> int:
@@ -487,8 +491,9 @@ def rerank(args: argparse.Namespace) -> int:
         print(holdout(results, tuple(meta["kernels"])).text())
         print(class_holdout(results, tuple(meta["kernels"])).text())
         if args.reclassify:
-            rule = rule_replay(results, tuple(meta["kernels"]))
-            print(f"the fixed rule (a GPU without a table) on {rule.shapes} shapes: {rule.figures()}")
+            rule, unmeasured = rule_replay(results, tuple(meta["kernels"]))
+            print(f"the fixed rule (a GPU without a table) on {rule.shapes} shapes: {rule.figures()} "
+                  f"({unmeasured} shapes where its pick was not measured left out)")
     out = args.out or REPO_ROOT / "csrc" / "tuning" / "sm_90.inc"
     report = args.report or args.rerank[0].with_suffix(".md")
     for path, text in ((out, inc_text(classes, meta)), (report, report_markdown(classes, meta))):

@@ -618,9 +618,9 @@ std::vector<Kernel> parse_ranking(std::string const& text) {
 
 // The tuning tables, one per architecture: class key -> candidates, best first, and the
 // candidates a class the table lacks takes from it where they differ (as text in the .inc files,
-// parsed once). A borrowed ranking keeps the class's first kernel ahead of ATen's copy only where
-// it ran at 1.1 x ATen's speed or more over the class: the evidence is at one remove
-// (bench/tune_table.py, LENT_MARGIN, has the measurement).
+// parsed once). A borrowed ranking keeps a kernel ahead of ATen's copy only where it ran at 1.1 x
+// ATen's speed or more over the class: the evidence is at one remove (bench/tune_table.py,
+// LENT_MARGIN, has the measurement).
 struct Row {
   char const* key;
   char const* ranking;
@@ -652,9 +652,10 @@ Table const* table_for(int arch) {
 // The rule for classes and GPUs without a table entry: rows copy as rows; a short side of a few
 // elements interleaves; long sides on both ends take the tile, shorter ones the split tile, and
 // rows no vector fits the padded seed kernel; a broadcast input goes to the gather kernel first,
-// except where the interleave or the full tile kernel runs it. Replayed on the H100's 9274
-// tuning shapes beyond small work (bench/tune.py --holdout), the rule picks 0.823 of the best
-// kernel and runs more than 5% slower than ATen's copy on 1137 of them; before the box kernel
+// except where the interleave or the full tile kernel runs it. Replayed on the H100's tuning
+// shapes beyond small work (bench/tune.py --rerank ... --reclassify --holdout; 9249 whose pick was
+// measured), the rule picks 0.823 of the best kernel and runs more than 5% slower than ATen's
+// copy on 1137 of them; before the box kernel
 // left short copy rows (0.45 x ATen's copy there, where rows ran 1.19 x) and gather came first
 // on broadcast inputs (split: 1.03 -> 1.14 x ATen's copy, padded 1.02 -> 1.34, copy rows
 // 1.21 -> 1.29), 0.764 and 1787. Not measured on any other GPU.
