@@ -460,10 +460,10 @@ def rule_replay(results: list[SavedResult], kernels: tuple[str, ...], arch: int 
         x = meta_input(c.shape, c.dtype, c.view)
         kernel = json.loads(torch.ops.cute_transpose._explain(x, list(c.dims), arch, ""))["kernel"]
         r = row.get(kernel)
-        if r is None or r.status != "ok" or not r.ratio or kernel not in kernels:
+        if kernel in kernels and r is not None and r.status == "ok" and r.ratio:
+            picks.append(picked(row, [kernel], kernels))
+        else:
             unmeasured += 1
-        elif (p := picked(row, [kernel], kernels)) is not None:
-            picks.append(p)
     return tally(picks), unmeasured
 
 
