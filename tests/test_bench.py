@@ -343,7 +343,8 @@ def test_tune_dry_run_writes_its_files(tmp_path):
     assert tune.main(["--dry-run", "--fake", "--max-shapes", "8", "--out", str(inc),
                       "--report", str(report)]) == 0
     entries = tune_table.parse_inc(inc.read_text())
-    assert entries and all(set(k.split(",")) <= {"aten", "ours", "rows"} for _, k in entries)
+    # a line may carry a lent ranking too (when the fake timings put a kernel under the margin)
+    assert entries and all(set(",".join(rankings).split(",")) <= {"aten", "ours", "rows"} for _, *rankings in entries)
     assert "| class" in report.read_text() and report.with_suffix(".json").exists()
 
 
