@@ -455,11 +455,10 @@ def test_explain_names_the_shapes_own_class_and_the_table_entry_it_used(shape, d
     (lambda: torch.empty(8000, 30, 37, dtype=torch.int16), (0, 2, 1), "padded,tile,aten"),
 ])
 def test_a_gpu_without_a_table_follows_the_fixed_rule(make, dims, ranking):
-    # arch 0 has no table: explain() names the rule's ranking, and the first kernel of it that
-    # can run the shape runs it
+    # arch 0 has no table: explain() names the rule's ranking, and its first kernel runs these
     info = json.loads(torch.ops.cute_transpose._explain(make(), list(dims), 0, ""))
     assert info["reason"].startswith(f"rule: neither class {info['class']} nor its neighbours"), info
-    assert info["reason"].endswith(f"; the rule ranks {ranking}") and info["kernel"] in ranking.split(","), info
+    assert info["reason"].endswith(f"; the rule ranks {ranking}"), info
     assert info["kernel"] == ranking.split(",")[0], info  # each of these runs the rule's first
 
 
