@@ -52,8 +52,8 @@ from bench.report import sanitize  # noqa: E402
 from bench.tune_grid import MAIN_BANDS, TUNE_SEED, VIEW_KINDS, by_chooser_class, tune_cells  # noqa: E402
 from bench.summary import by_cell  # noqa: E402
 from bench.tune_table import (SMALL_WORK, Holdout, SavedResult, aggregate, class_holdout,  # noqa: E402
-                              class_key, holdout, inc_text, picked, report_markdown, saved_results,
-                              tally, tune_json)
+                              class_key, families, holdout, inc_text, picked, report_markdown,
+                              saved_results, tally, tune_json)
 
 DRY_MAX_NUMEL = 1 << 12
 
@@ -487,6 +487,7 @@ def rerank(args: argparse.Namespace) -> int:
             sys.exit("tune.py: --reclassify needs this build's chooser (cute_transpose.explain)")
         results = reclassified(results, chooser)
     classes = aggregate(results, tuple(meta["kernels"]))
+    lines = classes + families(results, tuple(meta["kernels"]))
     if args.holdout:
         print(holdout(results, tuple(meta["kernels"])).text())
         print(class_holdout(results, tuple(meta["kernels"])).text())
@@ -496,7 +497,7 @@ def rerank(args: argparse.Namespace) -> int:
                   f"({unmeasured} shapes where its pick was not measured left out)")
     out = args.out or REPO_ROOT / "csrc" / "tuning" / "sm_90.inc"
     report = args.report or args.rerank[0].with_suffix(".md")
-    for path, text in ((out, inc_text(classes, meta)), (report, report_markdown(classes, meta))):
+    for path, text in ((out, inc_text(lines, meta)), (report, report_markdown(lines, meta))):
         path.write_text(text)
         print(f"wrote {path}", file=sys.stderr)
     return 0
@@ -542,8 +543,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             "timing": ("time.perf_counter median of 3 runs (CPU dry run)" if args.dry_run else
                        f"triton.testing.do_bench median, warmup {args.warmup} ms, rep {args.rep} "
                        "ms, L2 flushed before each call")}
-    for path, text in ((args.out, inc_text(classes, meta)),
-                       (args.report, report_markdown(classes, meta)),
+    lines = classes + families(ranked, chooser.kernels)
+    for path, text in ((args.out, inc_text(lines, meta)),
+                       (args.report, report_markdown(lines, meta)),
                        (args.report.with_suffix(".json"), tune_json(classes, results, meta))):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)

@@ -5,10 +5,11 @@ rows (no torch)."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 import json
 import re
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Iterable, Optional
+from typing import Iterable, Optional
 
 from bench.summary import by_cell, geomean
 
@@ -49,29 +50,29 @@ ADVANTAGE = 2.0
 # the best kernel (0.943). The permutation table's rank-5 (0,3,1,4,2) bfloat16 row had run
 # `box` at 0.32 of clone (eager 0.50) on the strength of one shape where box ran 0.52, ATen 0.47.
 THIN_MARGIN = 1.25
-# A class the table lacks takes the ranking of its nearest class (csrc/choose.cpp, nearest()),
-# where its shapes are evidence at one remove: that ranking keeps a kernel ahead of ATen's copy
-# only where the kernel ran at LENT_MARGIN x ATen's speed or more over the class (the third
-# string of a table line, where it differs). Each class of the five H100 grids held out whole
-# (`class_holdout`, 761 classes, 4854 shapes):
-#   lent margin   pick/best  pick/aten  slower than aten by >5%
-#   none          0.858      1.412      771
-#   1.05          0.860      1.416      698
-#   1.1           0.862      1.419      605
-#   1.15          0.859      1.413      561
-#   1.2           0.855      1.406      531
-#   1.5           0.834      1.372      443
-# 1.1 is best on the first two measures and beats no margin on all three; larger margins trade
-# speed for fewer losses. Testing the first kernel alone and putting ATen's copy ahead of all
-# the others when it failed did a little worse (1.1: 0.861, 1.417, 628). Shapes whose own class
-# is tuned are unaffected.
+# A class the table lacks takes the ranking of its family (family()): the tuning shapes of every
+# class that differs from it only in its tile-fill bucket and interleave flag, broadcast classes
+# apart from the others unless they have fewer than FEW_SHAPES shapes, ranked as one class
+# (csrc/choose.cpp, family_keys()). Its shapes are evidence at one remove, so that ranking keeps
+# a kernel ahead of ATen's copy only where the kernel ran at LENT_MARGIN x ATen's speed or more
+# over the family. Each class of the five H100 grids held out whole (`class_holdout`):
+#   lookup                               shapes  pick/best  pick/aten  slower than aten by >5%
+#   nearest class with an entry (before)  4854    0.862      1.419      605
+#   family                                4854    0.903      1.487      292
+#   fixed rule (no nearest class, before) 3775    0.813      1.322      432
+#   family                                3799    0.829      1.346      335
+# (the nearest class: without the fill bucket, then also without the interleave flag, a
+# broadcast class among broadcast classes first: one class of a few shapes, thin evidence).
+# Margins, the same way with a prototype of the family lookup over the first 4854 shapes: none
+# 510 losses, 1.05 430, 1.1 355, 1.2 296, at 0.860, 0.861, 0.861 and 0.854 of the best kernel.
 LENT_MARGIN = 1.1
 # Small work (the class key's ".s": under 2^20 elements) runs ATen's copy whatever its class's
 # scores (csrc/choose.cpp, kSmallWork, has the measurements): such classes rank "aten" alone,
 # with the scores' order in their note, and stay out of the .inc table (the chooser never
 # reads them).
 SMALL_WORK = ".s"
-INC_LINE = re.compile(r'^\{"((?:[^"\\]|\\.)*)", "((?:[^"\\]|\\.)*)"(?:, "((?:[^"\\]|\\.)*)")?\},(?:\s*//.*)?$')
+FAMILY = ".*"  # the suffix of a family's key in the table (family())
+INC_LINE = re.compile(r'^\{"((?:[^"\\]|\\.)*)", "((?:[^"\\]|\\.)*)"\},(?:\s*//.*)?$')
 
 
 @dataclass
@@ -159,6 +160,49 @@ def relatives(keys: Iterable[str]) -> dict[str, list[str]]:
     return kin
 
 
+def family(key: str, broadcast: Optional[bool] = None) -> str:
+    """The key of a class's family in the table: the class key without its tile-fill bucket and
+    interleave flag, with its broadcast flag (or, given `broadcast`, with that one), then FAMILY:
+    t.e2.o0.i2.w2.f2.Ig.b -> t.e2.o0.i2.w2.b.*. A class the table lacks looks up its own
+    family, then the other broadcast flag's (csrc/choose.cpp, family_keys())."""
+    plain = re.sub(r"\.f[12](?=\.|$)|\.I[eg]?(?=\.|$)", "", key)
+    has_b = re.search(r"\.b(?=\.|$)", plain) is not None
+    if broadcast is not None and broadcast != has_b:
+        plain = re.sub(r"\.b(?=\.|$)", "", plain) if has_b else re.sub(r"(\.s)?$", r".b\1", plain, count=1)
+    return plain + FAMILY
+
+
+def family_keys(key: str) -> tuple[str, str]:
+    """The table entries a class the table lacks looks up, in order: its family, then the other
+    broadcast flag's."""
+    broadcast = re.search(r"\.b(?=\.|$)", key) is not None
+    return family(key), family(key, broadcast=not broadcast)
+
+
+def families(results: Iterable, kernels: tuple[str, ...]) -> list[ClassResult]:
+    """Each family's ranking (family()), over the shapes of all its classes, as the table lends it
+    to a class it lacks: a kernel stays ahead of ATen's copy only at LENT_MARGIN x its speed.
+    Small work, which never reaches the table, has none."""
+    members: dict[str, set] = collections.defaultdict(set)
+    pooled = []
+    for row in by_cell(results).values():
+        key = class_key(row)
+        if key is None or key.endswith(SMALL_WORK):
+            continue
+        members[fam := family(key)].add(key)
+        pooled += [dataclasses.replace(r, explain={**r.explain, "class": fam}) if r.explain else r
+                   for r in row.values()]
+    ranked = aggregate(pooled, kernels)
+    for c in ranked:
+        behind = [k for k in c.ranking[:c.ranking.index("aten")] if k not in c.lent[:c.lent.index("aten")]] \
+            if c.lent and "aten" in c.ranking else []
+        c.ranking, c.lent = c.lent or c.ranking, []
+        c.note = "; ".join(filter(None, [
+            f"family of {len(members[c.key])} class{'es' if len(members[c.key]) != 1 else ''}",
+            f"{','.join(behind)} behind aten: not {LENT_MARGIN} x aten" if behind else "", c.note]))
+    return ranked
+
+
 def aggregate(results: Iterable, kernels: tuple[str, ...]) -> list[ClassResult]:
     """Scores per class key and kernel, and each class's ranking, sorted by key. A class of
     fewer than FEW_SHAPES shapes takes in the shapes of its neighbours until it has that many."""
@@ -204,7 +248,7 @@ class Holdout:
 
     def text(self) -> str:
         held = (f"{self.shapes} shapes held out" if self.classes is None else
-                f"{self.classes} classes held out whole, their {self.shapes} shapes run by their nearest class's pick")
+                f"{self.classes} classes held out whole, their {self.shapes} shapes run by their family's pick")
         return f"{held}: {self.figures()}"
 
     def figures(self) -> str:
@@ -256,28 +300,26 @@ def holdout(results: Iterable, kernels: tuple[str, ...]) -> Holdout:
     return tally([p for p in picks if p is not None])
 
 
-def class_holdout(results: Iterable, kernels: tuple[str, ...],
-                  nearest: Callable[[str], list[str]] = neighbours) -> Holdout:
+def class_holdout(results: Iterable, kernels: tuple[str, ...]) -> Holdout:
     """Leave-one-class-out: each class held out whole, the way a shape class that no tuning run
-    reached meets the table. The other classes of its family (the keys that reduce to the same
-    key without flags) are ranked without it, and its shapes run the ranking lent by the first of
-    nearest(key) that has one (the chooser's lookup, csrc/choose.cpp nearest()). A class none of
-    whose neighbours has shapes is left out: the chooser's fixed rule runs it; so is small work,
-    which never reaches the table."""
+    reached meets the table. Its shapes run the ranking its family (family()) lends, ranked over
+    the family's other classes; where no other class has its broadcast flag, the other flag's
+    family (the chooser's lookup, csrc/choose.cpp family_keys()). A class with no other class
+    in either is left out: the chooser's fixed rule runs it; so is small work, which never
+    reaches the table."""
     cells = by_cell(results)
     members = members_by_class(cells)
-    def root(key: str) -> str:  # the key without flags: pooling never leaves a family
-        return (key, *neighbours(key))[-1]
-    family: dict[str, list[str]] = collections.defaultdict(list)
+    clan: dict[str, list[str]] = collections.defaultdict(list)  # both broadcast flags together
     for key in members:
-        family[root(key)].append(key)
+        if not key.endswith(SMALL_WORK):
+            clan[family(key, broadcast=False)].append(key)
     picks, classes = [], 0
     for key, held in members.items():
         if key.endswith(SMALL_WORK):
             continue
-        others = [r for k in family[root(key)] if k != key for c in members[k] for r in cells[c].values()]
-        table = {c.key: c.lent or c.ranking for c in aggregate(others, kernels) if c.winner}  # the .inc's lines
-        near = next((k for k in nearest(key) if k in table), None)
+        others = [r for k in clan[family(key, broadcast=False)] if k != key for c in members[k] for r in cells[c].values()]
+        table = {c.key: c.ranking for c in families(others, kernels) if c.winner}  # the .inc's family lines
+        near = next((f for f in family_keys(key) if f in table), None)
         if near is not None:
             classes += 1
             picks += [p for cell in held if (p := picked(cells[cell], table[near], kernels)) is not None]
@@ -349,7 +391,7 @@ def rank(c: ClassResult, rows: list[dict]) -> None:
             and (geomean(vs_aten[c.ranking[0]]) or 0.0) < THIN_MARGIN):
         c.ranking = ["aten"] + [k for k in c.ranking if k != "aten"]
         c.note = f"few shapes: {c.ranking[1]} is not {THIN_MARGIN} x aten"
-    if "aten" in c.ranking:  # the ranking lent to a class the table lacks (LENT_MARGIN)
+    if "aten" in c.ranking:  # the ranking as a family lends it to a class the table lacks (LENT_MARGIN)
         kept = [k for k in c.ranking[:c.ranking.index("aten")] if (geomean(vs_aten[k]) or 0.0) >= LENT_MARGIN]
         lent = kept + ["aten"] + [k for k in c.ranking if k not in kept and k != "aten"]
         c.lent = lent if lent != c.ranking else []
@@ -361,9 +403,6 @@ def rank(c: ClassResult, rows: list[dict]) -> None:
             if losses.get(k)] if "aten" in c.ranking else []
     if lost:  # kept ahead of aten, but slower than it by more than GUARD on some shapes
         c.note = "; ".join(filter(None, [c.note, "slower than aten " + ", ".join(lost)]))
-    if c.lent:
-        behind = [k for k in c.ranking[:c.ranking.index("aten")] if c.lent.index(k) > c.lent.index("aten")]
-        c.note = "; ".join(filter(None, [c.note, f"lends {','.join(behind)} behind aten: not {LENT_MARGIN} x aten"]))
     if c.key.endswith(SMALL_WORK) and c.ranking:
         c.note = f"small work: ATen's copy; by score {','.join(c.ranking)}"
         c.ranking, c.lent = ["aten"], []
@@ -382,18 +421,17 @@ def c_string(text: str) -> str:
 
 
 def inc_line(c: ClassResult) -> str:
-    """`{"class", "kernel,kernel,..."},  // comment`: the ranking, best first; then, where a
-    class that borrows it takes another (LENT_MARGIN), that one too."""
+    """`{"class", "kernel,kernel,..."},  // comment`: the ranking, best first."""
     comment = ", ".join(f"{k} {c.score(k).geomean:.2f}" for k in c.ranking)
     comment += f"; {c.shapes} shape{'s' if c.shapes != 1 else ''}"
     if c.note:
         comment += f" ({c.note})"
-    lent = f', "{c_string(",".join(c.lent))}"' if c.lent else ""
-    return f'{{"{c_string(c.key)}", "{c_string(",".join(c.ranking))}"{lent}}},  // {comment}'
+    return f'{{"{c_string(c.key)}", "{c_string(",".join(c.ranking))}"}},  // {comment}'
 
 
 def inc_text(classes: list[ClassResult], meta: dict) -> str:
-    """The table the C++ chooser includes: one initializer line per class with a ranking."""
+    """The table the C++ chooser includes: one initializer line per class with a ranking, and
+    per family (families()), for the classes the table lacks."""
     lines = [f"// Generated by bench/tune.py on {meta['device_name']}, torch {meta['torch']}, "
              f"{meta['date']}: the candidate kernels per shape class, best first",
              "// (comments: geomean ratio to clone over the shapes each ran). Do not edit by hand; "
@@ -401,15 +439,15 @@ def inc_text(classes: list[ClassResult], meta: dict) -> str:
     if meta.get("chooser") == "fake":
         lines.append("// FAKE chooser (--fake): a plumbing test, not a table to commit.")
     lines.append(f"// Small-work classes (\"{SMALL_WORK}\") are left out: they run ATen's copy (choose.cpp, kSmallWork).")
-    lines.append("// A third string is the ranking lent to a class the table lacks, where it differs "
-                 "(tune_table.py, LENT_MARGIN).")
+    lines.append(f"// Keys ending in \"{FAMILY}\" are families: what a class the table lacks runs "
+                 "(tune_table.py, family(), LENT_MARGIN).")
     lines += [inc_line(c) for c in classes if c.winner and not c.key.endswith(SMALL_WORK)]
     return "\n".join(lines) + "\n"
 
 
-def parse_inc(text: str) -> list[tuple[str, ...]]:
-    """(class key, ranking) of every initializer line, and its lent ranking where it has one;
-    raises ValueError on a line that is neither a comment, blank, nor an initializer."""
+def parse_inc(text: str) -> list[tuple[str, str]]:
+    """(class key, ranking) of every initializer line; raises ValueError on a line that is
+    neither a comment, blank, nor an initializer."""
     entries = []
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip() or line.lstrip().startswith("//"):
@@ -417,7 +455,7 @@ def parse_inc(text: str) -> list[tuple[str, ...]]:
         m = INC_LINE.match(line)
         if m is None:
             raise ValueError(f"line {n} is not an initializer: {line!r}")
-        entries.append(tuple(re.sub(r"\\(.)", r"\1", g) for g in m.groups() if g is not None))
+        entries.append(tuple(re.sub(r"\\(.)", r"\1", g) for g in m.groups()))
     return entries
 
 
@@ -450,8 +488,9 @@ def report_markdown(classes: list[ClassResult], meta: dict) -> str:
         "shapes (the others raised: it cannot run them); `n/a` = it ran on none; `WRONG` = a "
         "result differed from `x.permute(dims).contiguous()` (never a winner)",
         f"- `note`: `few shapes` = fewer than {FEW_SHAPES} shapes measured: a weak verdict; "
-        f"`lends k behind aten` = a class the table lacks that borrows this ranking tries ATen's "
-        f"copy before k, which ran under {LENT_MARGIN} x its speed here",
+        f"`family of n classes` = a family's row (key ending in `{FAMILY}`), the shapes of its n "
+        f"classes ranked as one: what a class the table lacks runs; `k behind aten` = a kernel "
+        f"it ranks after ATen's copy, having run under {LENT_MARGIN} x its speed there",
     ]
     return "\n".join(lines) + "\n"
 

@@ -343,8 +343,8 @@ def test_tune_dry_run_writes_its_files(tmp_path):
     assert tune.main(["--dry-run", "--fake", "--max-shapes", "8", "--out", str(inc),
                       "--report", str(report)]) == 0
     entries = tune_table.parse_inc(inc.read_text())
-    # a line may carry a lent ranking too (when the fake timings put a kernel under the margin)
-    assert entries and all(set(",".join(rankings).split(",")) <= {"aten", "ours", "rows"} for _, *rankings in entries)
+    assert entries and all(set(ranking.split(",")) <= {"aten", "ours", "rows"} for _, ranking in entries)
+    assert any(key.endswith(tune_table.FAMILY) for key, _ in entries)  # the families' lines
     assert "| class" in report.read_text() and report.with_suffix(".json").exists()
 
 
@@ -427,64 +427,70 @@ def test_a_class_of_few_shapes_pools_with_siblings_that_reduce_to_the_same_neigh
     assert tune_table.relatives(by_key)["t.k.b"] == ["t.k.f2.Ie.b", "t.k.f2.Ig.b"]
 
 
+def test_a_family_is_its_classes_without_fill_and_interleave_flags():
+    assert tune_table.family("t.e2.o0.i2.w2.f2.Ig.b") == "t.e2.o0.i2.w2.b.*"
+    assert tune_table.family("t.e4.o2.i2.w16.f1.I") == "t.e4.o2.i2.w16.*"
+    assert tune_table.family("c.e1.o0.w1") == "c.e1.o0.w1.*"
+    assert tune_table.family("t.e4.o2.i2.w16.Ie", broadcast=True) == "t.e4.o2.i2.w16.b.*"
+    assert tune_table.family("t.e4.o2.i2.w16.f1.b.s", broadcast=False) == "t.e4.o2.i2.w16.s.*"
+    assert tune_table.family_keys("t.k.f1.Ie.b") == ("t.k.b.*", "t.k.*")
+    assert tune_table.family_keys("t.k.Ig") == ("t.k.*", "t.k.b.*")
+
+
 @pytest.mark.parametrize("shape, expanded, dims, dtype, case", [
-    ((300, 4099), 1, (0, 1), torch.uint8, "broadcast first"),  # t.e1.o4.i3.w1.b, not t.e1.o4.i3.w1.f1
-    ((12, 300, 17, 33), 1, (2, 0, 3, 1), torch.float64, "broadcast first"),  # t.e8.o4.i3.w8.b
-    ((9, 30000, 17), 2, (1, 0, 2), torch.uint8, "broadcast first"),
-    ((300, 256, 3, 256), 2, (2, 1, 3, 0), torch.uint8, "broadcast first"),
-    # t.e8.o2.i4.w8.f2.b takes t.e8.o2.i4.w8.f2's ranking, whose gather ran under 1.1 x ATen's copy
-    ((3, 17, 30000), 0, (2, 0, 1), torch.float64, "lent"),
+    ((4, 17, 30000), 1, (0, 2, 1), torch.uint8, "own family"),            # t.e1.o1.i4.w1.f2.b
+    ((3, 30000, 4, 7), None, (2, 1, 3, 0), torch.float64, "own family"),  # t.e8.o1.i1.w8.f2.Ie
+    ((3001, 3, 64, 30), 2, (0, 1, 2, 3), torch.float32, "other family"),  # c.e4.o2.w8.b: no broadcast family
+    ((300, 4099), 1, (0, 1), torch.uint8, ""),
+    ((12, 300, 17, 33), 1, (2, 0, 3, 1), torch.float64, ""),
+    ((3, 17, 30000), 0, (2, 0, 1), torch.float64, ""),
     ((3, 5, 7, 11), None, (3, 1, 2, 0), torch.int16, ""),
     ((257, 64, 257), None, (2, 1, 0), torch.uint8, ""),
 ])
-def test_the_chooser_finds_a_class_the_table_lacks_where_tuning_pooled_it(shape, expanded, dims, dtype, case):
-    # A class without an entry runs the ranking lent by the first of neighbours() that has one:
-    # the order the tuning pooled shapes in and the holdouts measured, broadcast classes first
-    # among broadcast ones (t.x.f1.b takes t.x.b's ranking before t.x.f1's).
+def test_a_class_the_table_lacks_runs_its_familys_ranking(shape, expanded, dims, dtype, case):
+    # A class without an entry runs its family's ranking (the family of its broadcast flag, else
+    # the other's): the lookup the class holdout measured.
     import cute_transpose
-    table = {key: rankings for key, *rankings in
-             tune_table.parse_inc((Path(__file__).parents[1] / "csrc" / "tuning" / "sm_90.inc").read_text())}
+    table = dict(tune_table.parse_inc((Path(__file__).parents[1] / "csrc" / "tuning" / "sm_90.inc").read_text()))
     base = [1 if d == expanded else s for d, s in enumerate(shape)]
     x = torch.empty(base, dtype=dtype, device="meta").expand(shape)
     info = cute_transpose.explain(x, dims)["cuda"]
     own = info["class"]
-    nearest = () if own.endswith(".s") else (own, *tune_table.neighbours(own))  # small work: no table
-    near = next((k for k in nearest if k in table), None)
-    if near is None:
-        assert info["reason"].startswith(("rule: ", "small work: ")), info
+    family = next((k for k in tune_table.family_keys(own) if k in table), None)
+    if own.endswith(".s"):  # small work: no table
+        assert info["reason"].startswith("small work: "), info
+    elif own in table:
+        assert info["reason"].startswith(f"tuned for sm_90: class {own} ranks {table[own]}"), info
+    elif family is None:
+        assert info["reason"].startswith("rule: "), info
     else:
-        ranks = table[near]  # [ranking] or [ranking, lent ranking]
-        assert info["reason"].startswith(f"tuned for sm_90: class {near} ranks {ranks[0]}"), info
-        assert info["kernel"] in (ranks[-1] if near != own else ranks[0]).split(","), info
-        if near != own and len(ranks) == 2:
-            assert f"lends {ranks[1]} (the table has no class {own})" in info["reason"], info
+        assert info["reason"].startswith(
+            f"tuned for sm_90: family {family} ranks {table[family]} (the table has no class {own})"), info
+        assert info["kernel"] in table[family].split(","), info
     if case:  # the cases chosen to exercise the lookup
-        assert own not in table and near is not None and near != own, info
-    if case == "broadcast first":
-        assert near.endswith(".b"), info
-    if case == "lent":
-        assert len(table[near]) == 2 and info["kernel"] == "aten" != table[near][0].split(",")[0], info
+        assert own not in table and family == tune_table.family_keys(own)[case == "other family"], info
 
 
-def test_a_kernel_lent_to_a_class_the_table_lacks_must_beat_aten_by_a_margin():
-    # gather ran the class at 1.05 x ATen's copy: its own shapes run it, a class borrowing the
-    # ranking runs ATen's copy first; at 1.2 x, both run gather
-    for i, (lead, lent) in enumerate(((1.05, ["aten", "gather"]), (1.2, []))):
+def test_a_family_keeps_a_kernel_ahead_of_aten_only_by_a_margin():
+    # gather ran the family at 1.05 x ATen's copy: the class runs it, the family lends ATen's
+    # copy first; at 1.2 x, both run gather
+    for i, (lead, lent) in enumerate(((1.05, ["aten", "gather"]), (1.2, ["gather", "aten"]))):
         results = []
         for j in range(3):
-            results += tune_rows(f"t.k{i}", {"gather": 0.5 * lead + j / 1000, "aten": 0.5 + j / 1000})
+            results += tune_rows(f"t.k{i}.f1", {"gather": 0.5 * lead + j / 1000, "aten": 0.5 + j / 1000})
         [c] = tune_table.aggregate(results, ("gather", "aten"))
-        assert (c.ranking, c.lent) == (["gather", "aten"], lent)
-        line = tune_table.inc_line(c)
-        assert tune_table.parse_inc(line) == [(f"t.k{i}", "gather,aten", *([",".join(lent)] if lent else []))]
+        [f] = tune_table.families(results, ("gather", "aten"))
+        assert (c.ranking, f.key, f.ranking) == (["gather", "aten"], f"t.k{i}.*", lent)
+        assert tune_table.parse_inc(tune_table.inc_line(f)) == [(f"t.k{i}.*", ",".join(lent))]
     # each kernel ahead of aten is held to the margin: gather, first where it runs (one shape, at
-    # 1.05 x aten), goes behind aten; tile (1.12 x aten over the three) stays ahead of it
-    results = tune_rows("t.m", {"gather": 0.63, "tile": 0.58, "aten": 0.6})
+    # 1.05 x aten), goes behind aten; tile (1.12 x aten over the three) stays ahead of it; the
+    # family pools its classes' shapes (t.m.f1 and t.m.I)
+    results = tune_rows("t.m.f1", {"gather": 0.63, "tile": 0.58, "aten": 0.6})
     for j in range(2):
-        results += tune_rows("t.m", {"tile": 0.72 + j / 1000, "aten": 0.6 + j / 1000})
-    [c] = tune_table.aggregate(results, ("gather", "tile", "aten"))
-    assert (c.ranking, c.lent) == (["gather", "tile", "aten"], ["tile", "aten", "gather"])
-    assert "lends gather behind aten" in c.note
+        results += tune_rows("t.m.I", {"tile": 0.72 + j / 1000, "aten": 0.6 + j / 1000})
+    [f] = tune_table.families(results, ("gather", "tile", "aten"))
+    assert (f.key, f.ranking, f.shapes) == ("t.m.*", ["tile", "aten", "gather"], 3)
+    assert f.note.startswith("family of 2 classes; gather behind aten: not 1.1 x aten"), f.note
 
 
 def test_holdout_ranks_each_shape_without_it():
@@ -505,24 +511,23 @@ def test_holdout_ranks_each_shape_without_it():
     assert tune_table.holdout(results + unclassed, ("split", "aten")).shapes == 4
 
 
-def test_class_holdout_runs_a_class_left_out_of_the_table_by_its_nearest_class():
+def test_class_holdout_runs_a_class_left_out_of_the_table_by_its_family():
     kernels = ("tile", "gather", "aten")
     results = []
-    for i in range(2):  # the class held out: gather runs it at twice ATen's speed, tile not at all
+    for i in range(3):  # gather runs the broadcast classes at about twice ATen's speed, tile not at all
         results += tune_rows("t.k.f1.b", {"gather": 1.2 + i / 100, "aten": 0.6})
-    for i in range(3):  # its broadcast neighbour ranks gather first
-        results += tune_rows("t.k.b", {"gather": 1.1 + i / 100, "aten": 0.7})
-    for i in range(3):  # its unbroadcast neighbour ranks tile first, then ATen's copy
+        results += tune_rows("t.k.f2.b", {"gather": 1.1 + i / 100, "aten": 0.7})
+    for i in range(3):  # the unbroadcast class runs tile, and gather at 0.4 x ATen's copy
         results += tune_rows("t.k.f1", {"tile": 0.9 + i / 100, "gather": 0.2, "aten": 0.5})
-    # t.k.b and t.k.f1 have no neighbour with shapes (t.k): only t.k.f1.b is scored
+    # t.k.f1.b runs the family t.k.b.* without it (t.k.f2.b's shapes): gather; t.k.f2.b the same
+    # from t.k.f1.b's; t.k.f1, alone in the unbroadcast family, the broadcast family's ranking:
+    # gather, at 0.4 x ATen's speed
     h = tune_table.class_holdout(results, kernels)
-    assert (h.classes, h.shapes, h.slower_than_aten) == (1, 2, 0)
-    assert h.vs_best == pytest.approx(1.0) and h.vs_aten == pytest.approx((1.2 / 0.6 * 1.21 / 0.6) ** 0.5)
-    assert "1 classes held out whole, their 2 shapes" in h.text()
-    # looked up unbroadcast first, it would take t.k.f1's ranking: tile cannot run, so ATen's copy
-    unbroadcast_first = {"t.k.f1.b": ["t.k.f1", "t.k", "t.k.b"]}
-    h = tune_table.class_holdout(results, kernels, lambda key: unbroadcast_first.get(key, []))
-    assert h.classes == 1 and h.vs_best == pytest.approx((0.6 / 1.2 * 0.6 / 1.21) ** 0.5)
+    assert (h.classes, h.shapes, h.slower_than_aten) == (3, 9, 3)
+    expected = [*((1.2 + i / 100) / 0.6 for i in range(3)), *((1.1 + i / 100) / 0.7 for i in range(3)), *(0.4,) * 3]
+    assert h.vs_aten == pytest.approx(math.prod(expected) ** (1 / 9))
+    assert h.vs_best == pytest.approx((0.2 / 0.9 * 0.2 / 0.91 * 0.2 / 0.92) ** (1 / 9))
+    assert "3 classes held out whole, their 9 shapes run by their family's pick" in h.text()
 
 
 def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path, capsys):
@@ -537,7 +542,7 @@ def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path, capsys
     saved = tmp_path / "tune.json"
     saved.write_text(__import__("json").dumps({"meta": meta, "classes": [], "rows": rows}))
     assert tune.main(["--rerank", str(saved), "--out", str(tmp_path / "t.inc")]) == 0
-    assert tune_table.parse_inc((tmp_path / "t.inc").read_text()) == [("t.x", "tile,aten")]
+    assert tune_table.parse_inc((tmp_path / "t.inc").read_text()) == [("t.x", "tile,aten"), ("t.x.*", "tile,aten")]
     assert "re-ranked from tune.json" in (tmp_path / "tune.md").read_text()
     # --reclassify: the class this build's chooser gives a 262144 x 5 float32 transpose, not
     # "t.x"; and the chooser does not offer the tile kernel there (its tiles would be almost
@@ -546,8 +551,9 @@ def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path, capsys
     saved.write_text(__import__("json").dumps({"meta": {**meta, "kernels": ["tile", "box", "aten"]},
                                                "classes": [], "rows": with_box}))
     assert tune.main(["--rerank", str(saved), "--reclassify", "--out", str(tmp_path / "t.inc")]) == 0
-    [(key, ranking)] = tune_table.parse_inc((tmp_path / "t.inc").read_text())
+    [(key, ranking), (fam, fam_ranking)] = tune_table.parse_inc((tmp_path / "t.inc").read_text())
     assert key == cute_transpose.explain(torch.empty(262144, 5), (1, 0))["cuda"]["class"] and ranking == "box,aten"
+    assert (fam, fam_ranking) == (tune_table.family(key), "box,aten")
     # --holdout also replays the fixed rule (a GPU without a table) on the saved shape
     capsys.readouterr()
     assert tune.main(["--rerank", str(saved), "--reclassify", "--holdout", "--out", str(tmp_path / "t.inc")]) == 0
@@ -559,14 +565,14 @@ def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path, capsys
                 f"best kernel and {ratio / 0.5:.3f} x ATen's copy") in out
     else:
         assert "the fixed rule (a GPU without a table) on 0 shapes: no shape to score (1 shapes where" in out
-    assert "0 classes held out whole, their 0 shapes run by their nearest class's pick: no shape to score" in out
+    assert "0 classes held out whole, their 0 shapes run by their family's pick: no shape to score" in out
     saved.write_text(__import__("json").dumps({"meta": meta, "classes": [], "rows": rows}))
     # several runs rank over all their shapes: a second grid where aten wins outvotes the first
     rows2 = [{**r, "shape": [6, 7], "ratio": {"clone": 1.0, "tile": 0.3, "aten": 0.8}[r["kernel"]]} for r in rows]
     other = tmp_path / "tune-2.json"
     other.write_text(__import__("json").dumps({"meta": {**meta, "seed": 2}, "classes": [], "rows": rows2}))
     assert tune.main(["--rerank", str(saved), str(other), "--out", str(tmp_path / "t.inc")]) == 0
-    assert tune_table.parse_inc((tmp_path / "t.inc").read_text()) == [("t.x", "aten,tile")]
+    assert tune_table.parse_inc((tmp_path / "t.inc").read_text()) == [("t.x", "aten,tile"), ("t.x.*", "aten,tile")]
     report = (tmp_path / "tune.md").read_text()
     assert "from tune.json, tune-2.json" in report and "2 of 2 grid shapes measured (seed 1, 2)" in report
 

@@ -440,10 +440,10 @@ def test_explain_names_the_shapes_own_class_and_the_table_entry_it_used(shape, d
         assert info["kernel"] == "aten" and info["reason"].startswith("small work: "), info
     elif own in keys:
         assert info["reason"].startswith(f"tuned for sm_90: class {own} ranks "), info
-    elif info["reason"].startswith("tuned"):  # a neighbour's entry
-        assert f"(the table has no class {own})" in info["reason"], info
+    elif info["reason"].startswith("tuned"):  # its family's entry
+        assert info["reason"].startswith("tuned for sm_90: family ") and f"(the table has no class {own})" in info["reason"], info
     else:
-        assert info["reason"].startswith(f"rule: neither class {own} nor its neighbours"), info
+        assert info["reason"].startswith(f"rule: neither class {own} nor its family"), info
 
 
 @pytest.mark.parametrize("make, dims, ranking", [
@@ -457,7 +457,7 @@ def test_explain_names_the_shapes_own_class_and_the_table_entry_it_used(shape, d
 def test_a_gpu_without_a_table_follows_the_fixed_rule(make, dims, ranking):
     # arch 0 has no table: explain() names the rule's ranking, and its first kernel runs these
     info = json.loads(torch.ops.cute_transpose._explain(make(), list(dims), 0, ""))
-    assert info["reason"].startswith(f"rule: neither class {info['class']} nor its neighbours"), info
+    assert info["reason"].startswith(f"rule: neither class {info['class']} nor its family"), info
     assert info["reason"].endswith(f"; the rule ranks {ranking}"), info
     assert info["kernel"] == ranking.split(",")[0], info  # each of these runs the rule's first
 
