@@ -4,10 +4,11 @@ write the chooser's table: the fastest kernel per shape class.
 
 Run from the repository root on the GPU the table is for (about 4 minutes on an H100)::
 
-    PYTHONPATH=python python bench/tune.py                # -> csrc/tuning/sm_<cc>.inc and
-                                                          #    bench/results/<gpu>-tune.md
+    PYTHONPATH=python python bench/tune.py                # -> csrc/tuning/sm_<cc>.inc,
+                                                          #    bench/results/<gpu>-tune.md and
+                                                          #    <gpu>-tune.json.gz (every timing)
     PYTHONPATH=python python bench/tune.py --dry-run      # the plumbing, on the CPU
-    PYTHONPATH=python python bench/tune.py --rerank RUN.json [RUN2.json ...] --reclassify
+    PYTHONPATH=python python bench/tune.py --rerank RUN.json.gz [RUN2.json.gz ...] --reclassify
                                                           # the table again from saved runs
 
 For each shape of the grid (bench/tune_grid.py): the class key comes from
@@ -52,8 +53,8 @@ from bench.report import sanitize  # noqa: E402
 from bench.tune_grid import MAIN_BANDS, TUNE_SEED, VIEW_KINDS, by_chooser_class, tune_cells  # noqa: E402
 from bench.summary import by_cell  # noqa: E402
 from bench.tune_table import (SMALL_WORK, Holdout, SavedResult, aggregate, class_holdout,  # noqa: E402
-                              class_key, families, holdout, inc_text, picked, report_markdown,
-                              saved_results, tally, tune_json)
+                              class_key, families, holdout, inc_text, picked, read_run,
+                              report_markdown, run_stem, saved_results, tally, tune_json, write_run)
 
 DRY_MAX_NUMEL = 1 << 12
 
@@ -307,7 +308,7 @@ def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torc
     two timings kept, in place, with the first in the row's detail. With --remeasure, the named
     kernel's every result (in the --where classes) timed again and replaced."""
     for path in args.retime:
-        saved = json.loads(path.read_text())
+        saved = read_run(path)
         as_saved = saved_results(saved)
         results = reclassified(as_saved, chooser)
         added = args.remeasure is not None and not any(r.op == args.remeasure for r in as_saved)
@@ -347,7 +348,7 @@ def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torc
             saved["meta"]["retimed"] = "; ".join(filter(None, (saved["meta"].get("retimed"), note)))
         else:
             saved["meta"]["retimed"] = retimed_note(len(again), faster)
-        path.write_text(json.dumps(saved, indent=1, default=str) + "\n")
+        write_run(path, json.dumps(saved, indent=1, default=str) + "\n")
         print(f"{path}: {saved['meta']['retimed']}", file=sys.stderr)
     return 0
 
@@ -385,7 +386,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=5, help="do_bench warmup per kernel, ms [5]")
     p.add_argument("--rep", type=int, default=20, help="do_bench measuring time per kernel, ms [20]")
     p.add_argument("--rerank", type=Path, nargs="+", metavar="TUNE_JSON",
-                   help="no measuring: rank the kernels of saved tune.json files again (several "
+                   help="no measuring: rank the kernels of saved runs (tune.json, or tune.json.gz) again (several "
                         "runs, such as grids of different --seed, rank over all their shapes) and "
                         "write the table (--out, default csrc/tuning/sm_90.inc) and report")
     p.add_argument("--reclassify", action="store_true",
@@ -396,7 +397,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                    help="with --rerank: also print how the ranking rules do on shapes left out of "
                         "their class, one at a time")
     p.add_argument("--retime", type=Path, nargs="+", metavar="TUNE_JSON",
-                   help="on the GPU: time the suspect results of saved tune.json files again "
+                   help="on the GPU: time the suspect results of saved runs (tune.json or .json.gz) again "
                         "(far below the kernel's usual standing in their class, by this build's "
                         "classes) and keep the faster timing, in place")
     p.add_argument("--remeasure", metavar="KERNEL",
@@ -469,7 +470,7 @@ def rule_replay(results: list[SavedResult], kernels: tuple[str, ...], arch: int 
 
 def rerank(args: argparse.Namespace) -> int:
     """The table and report again from saved tune.json files, with the current ranking rule."""
-    runs = [json.loads(path.read_text()) for path in args.rerank]
+    runs = [read_run(path) for path in args.rerank]
     how = "re-classified and re-ranked" if args.reclassify else "re-ranked"
     meta = {**runs[0]["meta"],
             "chooser": runs[0]["meta"]["chooser"] + f" ({how} from {', '.join(p.name for p in args.rerank)})",
@@ -496,7 +497,7 @@ def rerank(args: argparse.Namespace) -> int:
             print(f"the fixed rule (a GPU without a table) on {rule.shapes} shapes: {rule.figures()} "
                   f"({unmeasured} shapes where its pick was not measured left out)")
     out = args.out or REPO_ROOT / "csrc" / "tuning" / "sm_90.inc"
-    report = args.report or args.rerank[0].with_suffix(".md")
+    report = args.report or args.rerank[0].with_name(run_stem(args.rerank[0]) + ".md")
     for path, text in ((out, inc_text(lines, meta)), (report, report_markdown(lines, meta))):
         path.write_text(text)
         print(f"wrote {path}", file=sys.stderr)
@@ -546,9 +547,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     lines = classes + families(ranked, chooser.kernels)
     for path, text in ((args.out, inc_text(lines, meta)),
                        (args.report, report_markdown(lines, meta)),
-                       (args.report.with_suffix(".json"), tune_json(classes, results, meta))):
+                       (args.report.with_name(args.report.stem + ".json.gz"), tune_json(classes, results, meta))):
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        write_run(path, text)
         print(f"wrote {path}", file=sys.stderr)
     bad = [r for r in results if r.status == "WRONG"]
     for r in bad:

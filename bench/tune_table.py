@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import gzip
 import json
 import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Iterable, Optional
 
 from bench.summary import by_cell, geomean
@@ -513,6 +515,29 @@ class SavedResult:
     status: str
     ratio: Optional[float]
     explain: Optional[dict]
+
+
+def read_run(path: Path) -> dict:
+    """A saved tuning run (tune.json), gzip-compressed where its name ends in .gz (the committed
+    runs are: they shrink 10-20 x, and the device machine takes a working tree of 64 MiB)."""
+    return json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_text())
+
+
+def write_run(path: Path, text: str) -> None:
+    """`text` (a tuning run's JSON) to `path`, compressed where its name ends in .gz (with no
+    time stamp in the header, so that the same run writes the same bytes)."""
+    if path.suffix == ".gz":
+        path.write_bytes(gzip.compress(text.encode(), compresslevel=9, mtime=0))
+    else:
+        path.write_text(text)
+
+
+def run_stem(path: Path) -> str:
+    """A saved run's name without .json or .json.gz: the name its report takes."""
+    name = path.name
+    for suffix in (".gz", ".json"):
+        name = name.removesuffix(suffix)
+    return name
 
 
 def saved_results(saved: dict) -> list[SavedResult]:

@@ -345,7 +345,25 @@ def test_tune_dry_run_writes_its_files(tmp_path):
     entries = tune_table.parse_inc(inc.read_text())
     assert entries and all(set(ranking.split(",")) <= {"aten", "ours", "rows"} for _, ranking in entries)
     assert any(key.endswith(tune_table.FAMILY) for key, _ in entries)  # the families' lines
-    assert "| class" in report.read_text() and report.with_suffix(".json").exists()
+    assert "| class" in report.read_text()
+    saved = tune_table.read_run(tmp_path / "tune.json.gz")  # every timing, compressed
+    assert saved["rows"] and saved["meta"]["chooser"] == "fake"
+    # --rerank reads the compressed run and names the report after it
+    assert tune.main(["--rerank", str(tmp_path / "tune.json.gz"), "--out", str(tmp_path / "again.inc")]) == 0
+    assert tune_table.parse_inc((tmp_path / "again.inc").read_text()) == entries
+    assert (tmp_path / "tune.md").read_text().count("re-ranked from tune.json.gz") == 1
+
+
+def test_a_saved_run_reads_back_plain_or_compressed(tmp_path):
+    text = '{"meta": {"seed": 1}, "rows": []}\n'
+    for name in ("run.json", "run.json.gz"):
+        tune_table.write_run(tmp_path / name, text)
+        assert tune_table.read_run(tmp_path / name) == {"meta": {"seed": 1}, "rows": []}
+        assert tune_table.run_stem(tmp_path / name) == "run"
+    assert (tmp_path / "run.json.gz").read_bytes()[:2] == b"\x1f\x8b"  # gzip
+    first = (tmp_path / "run.json.gz").read_bytes()
+    tune_table.write_run(tmp_path / "run.json.gz", text)
+    assert (tmp_path / "run.json.gz").read_bytes() == first  # no time stamp: the same bytes
 
 
 def test_bench_cli_sections():
