@@ -7,8 +7,11 @@ class rule can be checked against saved runs on any machine, without a GPU.
 
 Prints one line per cell whose kernel changes (with --all: every cell), marked `+` where the
 measured kernel trailed eager by more than 0.01 (a change there may help) and `-` where it beat
-eager by more than 0.05 and the new pick is ATen's copy (a change there may cost). The inputs
-are meta tensors: nothing is allocated or run. `arch` (default 90) picks the table.
+eager by more than 0.05 and the new pick is ATen's copy (a change there may cost). Where the run
+has an `autotuned` column, whose first call timed every candidate kernel of the cell (explain()'s
+reason lists the median launches), a changed cell also shows the new pick's ratio to clone
+estimated from those timings: the measured ratio x (old kernel's time / new kernel's time). The
+inputs are meta tensors: nothing is allocated or run. `arch` (default 90) picks the table.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
@@ -35,6 +39,25 @@ def chosen(x: torch.Tensor, dims: Sequence[int], arch: int) -> str:
 
 
 SECTIONS = ("results", "permute", "sweep")  # a run's matrix, permutation and sweep tables
+TIMINGS = "autotuned on this device (median launches, fastest first): "  # csrc/ops.cpp, explain()
+
+
+def autotune_timings(row: Optional[dict]) -> dict[str, float]:
+    """The microseconds per kernel that the autotuner measured for a cell (its `autotuned` row's
+    reason), or {} where it did not run."""
+    reason = ((row or {}).get("explain") or {}).get("reason", "")
+    if not reason.startswith(TIMINGS):
+        return {}
+    return {k: float(us) for k, us in re.findall(r"(\w+) ([0-9.]+) us", reason[len(TIMINGS):])}
+
+
+def estimate(row: dict) -> Optional[float]:
+    """The new pick's ratio to clone, from the measured ratio and the autotuner's timings of the
+    old and new kernels in the same run; None without both."""
+    t = row["timings"]
+    if row["ran"] not in t or row["now"] not in t or not t[row["now"]]:
+        return None
+    return row["ours"] * t[row["ran"]] / t[row["now"]]
 
 
 def rechoose(saved: dict, arch: int = 90) -> list[dict]:
@@ -54,7 +77,8 @@ def rechoose(saved: dict, arch: int = 90) -> list[dict]:
         rows.append({"case": case, "shape": shape, "dtype": dtype, "view": layout,
                      "ran": ours["explain"]["kernel"], "ours": ours.get("ratio") or 0.0,
                      "eager": (eager or {}).get("ratio") or 0.0,
-                     "now": chosen(meta_input(shape, dtype, layout), dims, arch)})
+                     "now": chosen(meta_input(shape, dtype, layout), dims, arch),
+                     "timings": autotune_timings(cell.get("autotuned"))})
     return rows
 
 
@@ -78,9 +102,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if r["ran"] != r["now"]:
             changed[(r["ran"], r["now"])] += 1
         if args.all or r["ran"] != r["now"]:
+            guess = estimate(r) if r["ran"] != r["now"] else None
             print(f"{mark(r)} {r['case']:22s} {'x'.join(map(str, r['shape'])):18s} {r['dtype']:10s} "
                   f"{r['view'].text():14s} ran {r['ran']:10s} ({r['ours']:.2f}, eager {r['eager']:.2f})"
-                  f" -> {r['now']}")
+                  f" -> {r['now']}" + (f" (about {guess:.2f}, from the autotuner's timings)" if guess else ""))
     print(f"{sum(changed.values())} of {len(rows)} cells change kernel: " +
           ", ".join(f"{a} -> {b} {n}" for (a, b), n in changed.most_common()))
     return 0

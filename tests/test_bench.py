@@ -761,6 +761,13 @@ def test_rechoose_replays_the_chooser_on_a_saved_sweep():
     matrix = {"results": [{**row("eager", 0.4), "case": "m"}, {**row("transpose", 0.45, "aten"), "case": "m"}]}
     [r] = rechoose.rechoose(matrix)
     assert r["case"] == "m" and r["ran"] == "aten" and r["now"] == cute_transpose.explain(x, dims)["cuda"]["kernel"]
+    # with an autotuned column: the new pick's ratio estimated from the timings of the same run
+    tuned = {**row("autotuned", 0.6), "explain": {"kernel": "gather", "reason": rechoose.TIMINGS +
+                                                  "gather 10.0 us, box 12.0 us, aten 30.5 us"}}
+    [r] = rechoose.rechoose({"sweep": [row("eager", 0.9), row("permute", 0.5, "box"), tuned]})
+    assert r["timings"] == {"gather": 10.0, "box": 12.0, "aten": 30.5}
+    assert rechoose.estimate({**r, "now": "gather"}) == pytest.approx(0.5 * 12.0 / 10.0)
+    assert rechoose.estimate({**r, "now": "tile"}) is None  # not timed there
 
 
 def test_a_sweep_alone_writes_sweep_named_reports(tmp_path):
