@@ -74,6 +74,7 @@ LENT_MARGIN = 1.1
 # reads them).
 SMALL_WORK = ".s"
 FAMILY = ".*"  # the suffix of a family's key in the table (family())
+BROADCAST = re.compile(r"\.b(?=\.|$)")  # a class key's broadcast flag
 INC_LINE = re.compile(r'^\{"((?:[^"\\]|\\.)*)", "((?:[^"\\]|\\.)*)"\},(?:\s*//.*)?$')
 
 
@@ -140,10 +141,9 @@ def neighbours(key: str) -> list[str]:
             if nearer != (found[-1] if found else key):
                 found.append(nearer)
         return found
-    broadcast = r"\.b(?=\.|$)"
-    if not re.search(broadcast, key):
+    if not BROADCAST.search(key):
         return stripped(key)
-    plain = re.sub(broadcast, "", key)
+    plain = BROADCAST.sub("", key)
     return stripped(key) + [plain] + stripped(plain)
 
 
@@ -153,11 +153,10 @@ def relatives(keys: Iterable[str]) -> dict[str, list[str]]:
     flags stripped to reach `near` (t.x.f2.Ie.b and t.x.f2.Ig.b both reduce to t.x.b). Broadcast
     and other classes stay apart: a broadcast key reduces to an unbroadcast one only as a
     broadcast class's last resort, and is not pooled there."""
-    broadcast = re.compile(r"\.b(?=\.|$)")
     kin: dict[str, list[str]] = collections.defaultdict(list)
     for key in sorted(keys):
         for near in (key, *neighbours(key)):
-            if bool(broadcast.search(near)) == bool(broadcast.search(key)):
+            if bool(BROADCAST.search(near)) == bool(BROADCAST.search(key)):
                 kin[near].append(key)
     return kin
 
@@ -168,17 +167,16 @@ def family(key: str, broadcast: Optional[bool] = None) -> str:
     t.e2.o0.i2.w2.f2.Ig.b -> t.e2.o0.i2.w2.b.*. A class the table lacks looks up its own
     family, then the other broadcast flag's (csrc/choose.cpp, family_keys())."""
     plain = re.sub(r"\.f[12](?=\.|$)|\.I[eg]?(?=\.|$)", "", key)
-    has_b = re.search(r"\.b(?=\.|$)", plain) is not None
+    has_b = BROADCAST.search(plain) is not None
     if broadcast is not None and broadcast != has_b:
-        plain = re.sub(r"\.b(?=\.|$)", "", plain) if has_b else re.sub(r"(\.s)?$", r".b\1", plain, count=1)
+        plain = BROADCAST.sub("", plain) if has_b else re.sub(r"(\.s)?$", r".b\1", plain, count=1)
     return plain + FAMILY
 
 
 def family_keys(key: str) -> tuple[str, str]:
     """The table entries a class the table lacks looks up, in order: its family, then the other
     broadcast flag's."""
-    broadcast = re.search(r"\.b(?=\.|$)", key) is not None
-    return family(key), family(key, broadcast=not broadcast)
+    return family(key), family(key, broadcast=BROADCAST.search(key) is None)
 
 
 def families(results: Iterable, kernels: tuple[str, ...]) -> list[ClassResult]:
