@@ -18,8 +18,8 @@ import pytest
 import torch
 
 import cute_transpose
-from conftest import (DEVICES, DTYPES_BY_SIZE, ELEMENT_SIZES, ONE_PER_SIZE, POISON,
-                      assert_bits_equal, dims_id, dtype_id, inverse, needs_cuda,
+from conftest import (DEVICES, DTYPES_BY_SIZE, ELEMENT_SIZES, IS_SM90, ONE_PER_SIZE, POISON, SM90_OPS,
+                      assert_bits_equal, call, dims_id, dtype_id, expected, inverse, needs_cuda,
                       poisoned, random_tensor, reference, run_poisoned, shape_id,
                       transpose_reference)
 
@@ -421,6 +421,36 @@ def test_every_dtype_of_each_size(device, dtype):
     for d in DTYPES_BY_SIZE[size]:
         check_permute(PERMUTE, random_tensor((3, 17, 33), d, device), (2, 0, 1))
         check_permute(PERMUTE, random_tensor((3, 17, 33), d, device).transpose(0, 2), (1, 2, 0))
+
+
+LAZY_VIEWS = {
+    # A conjugate view keeps its sign flip in a bit, not in memory; so does the negative view
+    # that taking .imag of one gives (on a real dtype, strided over the complex elements).
+    "conj": lambda x: x.conj(),
+    "neg": lambda x: x.conj().imag,
+}
+
+
+@pytest.mark.parametrize("lazy", list(LAZY_VIEWS))
+@pytest.mark.parametrize("device", DEVICES)
+def test_conjugate_and_negative_views(device, lazy):
+    """Every op returns the values a conjugate or negative view shows, as eager's .contiguous()
+    does (the dispatcher resolves the bit before the op runs): never the raw memory under it.
+    The out= forms write a poisoned `out`."""
+    x = LAZY_VIEWS[lazy](random_tensor((4, 32, 48), torch.complex64, device))
+    assert x.is_conj() or x.is_neg()
+    for name in cute_transpose.OPS:
+        if name in SM90_OPS and device == "cuda" and not IS_SM90:
+            continue
+        dims = (2, 0, 1) if name == "permute" else None
+        ref = expected(name, x, dims).resolve_conj().resolve_neg()
+        out = call(name, x, dims)
+        assert not out.is_conj() and not out.is_neg(), name
+        assert_bits_equal(out, ref)
+        if name in ("permute", "transpose"):
+            out = poisoned(ref.shape, ref.dtype, device)
+            call(name, x, dims, out=out)
+            assert_bits_equal(out, ref)
 
 
 @pytest.mark.parametrize("device", DEVICES)
