@@ -2,12 +2,44 @@
 
 #include <ATen/WrapDimUtils.h>
 
+#include <cctype>
+
 namespace cute_transpose {
 
+namespace {
+
+std::string python_name(at::Layout layout) {
+  switch (layout) {
+    case at::kSparse: return "torch.sparse_coo";
+    case at::kSparseCsr: return "torch.sparse_csr";
+    case at::kSparseCsc: return "torch.sparse_csc";
+    case at::kSparseBsr: return "torch.sparse_bsr";
+    case at::kSparseBsc: return "torch.sparse_bsc";
+    default: return c10::str(layout);
+  }
+}
+
+std::string python_name(at::ScalarType dtype) {  // QUInt8 -> torch.quint8
+  std::string name = c10::toString(dtype);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return "torch." + name;
+}
+
+}  // namespace
+
+std::string not_dense(at::Tensor const& x) {
+  if (x.is_nested()) return "a nested tensor";
+  if (x.is_quantized())
+    return "a quantized tensor (dtype " + python_name(x.scalar_type()) +
+           "); x.dequantize() gives a strided one";
+  if (x.layout() != at::kStrided)
+    return "a tensor of layout " + python_name(x.layout()) + "; x.to_dense() gives a strided one";
+  return "";
+}
+
 void check_tensor(at::Tensor const& x, char const* op) {
-  TORCH_CHECK(x.layout() == at::kStrided && !x.is_nested(), "cute_transpose.", op,
-              ": expected a strided (dense) tensor, got ", x.is_nested() ? "a nested tensor" : "layout ",
-              x.is_nested() ? "" : c10::str(x.layout()));
+  std::string const got = not_dense(x);
+  TORCH_CHECK(got.empty(), "cute_transpose.", op, ": expected a strided (dense) tensor, got ", got);
   int64_t const esize = x.element_size();
   TORCH_CHECK(esize == 1 || esize == 2 || esize == 4 || esize == 8 || esize == 16, "cute_transpose.", op,
               ": unsupported element size ", esize, " bytes (dtype ", x.scalar_type(), ")");

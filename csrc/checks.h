@@ -3,9 +3,14 @@
 
 #include <ATen/ATen.h>
 
+#include <string>
 #include <vector>
 
 namespace cute_transpose {
+
+// What a tensor the ops cannot read is (nested, sparse, quantized), with the call that gives a
+// strided dense one; empty for a strided dense tensor.
+std::string not_dense(at::Tensor const& x);
 
 // A strided tensor of 1-, 2-, 4-, 8- or 16-byte elements.
 void check_tensor(at::Tensor const& x, char const* op);

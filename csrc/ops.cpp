@@ -156,11 +156,14 @@ std::vector<std::string> variants() {
 #undef CUTE_TRANSPOSE_NAME
 }
 
-// Nested tensors reach the dispatcher under their own keys (autograd first): answer with our
-// message.
-void nested_tensor_error(c10::OperatorHandle const& op, torch::jit::Stack*) {
+// Nested, sparse and quantized tensors reach the dispatcher under their own keys (autograd's
+// first): answer with our message, which names what the input (the first tensor) is.
+void not_dense_error(c10::OperatorHandle const& op, torch::jit::Stack* stack) {
+  std::string got;
+  for (c10::IValue const& arg : torch::jit::last(*stack, op.schema().arguments().size()))
+    if (arg.isTensor() && !(got = not_dense(arg.toTensor())).empty()) break;
   TORCH_CHECK(false, "cute_transpose.", op.schema().name().substr(16),
-              ": expected a strided (dense) tensor, got a nested tensor");
+              ": expected a strided (dense) tensor, got ", got.empty() ? "another kind of tensor" : got);
 }
 
 // at::Tag::out marks the out= overloads as write-only into `out`, which is what lets
@@ -211,18 +214,24 @@ TORCH_LIBRARY_IMPL(cute_transpose, CPU, m) {
   m.impl("_permute_with", &permute_with_cpu);
 }
 
-#define CUTE_TRANSPOSE_NESTED_IMPL(name, ...) \
-  m.impl(#name, torch::CppFunction::makeFromBoxedFunction<&nested_tensor_error>());
-#define CUTE_TRANSPOSE_NESTED(key)                             \
-  TORCH_LIBRARY_IMPL(cute_transpose, key, m) {                 \
-    CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_NESTED_IMPL) \
+#define CUTE_TRANSPOSE_NOT_DENSE_IMPL(name, ...) \
+  m.impl(#name, torch::CppFunction::makeFromBoxedFunction<&not_dense_error>());
+#define CUTE_TRANSPOSE_NOT_DENSE(key)                                                         \
+  TORCH_LIBRARY_IMPL(cute_transpose, key, m) {                                                \
+    CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_NOT_DENSE_IMPL)                            \
     for (char const* name : {"copy", "transpose", "transpose.out", "permute", "permute.out"}) \
-      m.impl(name, torch::CppFunction::makeFromBoxedFunction<&nested_tensor_error>()); \
+      m.impl(name, torch::CppFunction::makeFromBoxedFunction<&not_dense_error>());            \
   }
-CUTE_TRANSPOSE_NESTED(AutogradNestedTensor)
-CUTE_TRANSPOSE_NESTED(NestedTensorCPU)
-CUTE_TRANSPOSE_NESTED(NestedTensorCUDA)
-#undef CUTE_TRANSPOSE_NESTED
-#undef CUTE_TRANSPOSE_NESTED_IMPL
+CUTE_TRANSPOSE_NOT_DENSE(AutogradNestedTensor)
+CUTE_TRANSPOSE_NOT_DENSE(NestedTensorCPU)
+CUTE_TRANSPOSE_NOT_DENSE(NestedTensorCUDA)
+CUTE_TRANSPOSE_NOT_DENSE(SparseCPU)
+CUTE_TRANSPOSE_NOT_DENSE(SparseCUDA)
+CUTE_TRANSPOSE_NOT_DENSE(SparseCsrCPU)
+CUTE_TRANSPOSE_NOT_DENSE(SparseCsrCUDA)
+CUTE_TRANSPOSE_NOT_DENSE(QuantizedCPU)
+CUTE_TRANSPOSE_NOT_DENSE(QuantizedCUDA)
+#undef CUTE_TRANSPOSE_NOT_DENSE
+#undef CUTE_TRANSPOSE_NOT_DENSE_IMPL
 
 }  // namespace cute_transpose

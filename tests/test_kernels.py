@@ -13,7 +13,7 @@ import torch
 
 import box_model
 import cute_transpose
-from conftest import ONE_PER_SIZE, assert_bits_equal, dtype_id, needs_cuda, random_tensor
+from conftest import ONE_PER_SIZE, assert_bits_equal, call, dtype_id, needs_cuda, random_tensor
 
 KERNELS = cute_transpose.KERNELS
 TILE_SHAPES = ("square", "tall", "wide", "narrow", "short", "large", "column")  # _permute_with(x, dims, "tile/<shape>")
@@ -568,12 +568,33 @@ def test_integer_tensor_dims_are_accepted():
     assert_bits_equal(cute_transpose.permute(x, torch.tensor([2, 0, 1])), reference(x, (2, 0, 1)))
 
 
-def test_nested_tensors_are_a_clear_error():
-    nt = torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)])
-    with pytest.raises(RuntimeError, match="strided \\(dense\\) tensor, got a nested tensor"):
-        torch.ops.cute_transpose.permute(nt, [0, 2, 1])
-    with pytest.raises(RuntimeError, match="nested tensor"):
-        torch.ops.cute_transpose.swizzled(nt)
+NOT_DENSE = {
+    "nested": (lambda: torch.nested.nested_tensor([torch.randn(2, 3), torch.randn(4, 3)]), "a nested tensor"),
+    "sparse_coo": (lambda: torch.randn(4, 5).to_sparse(), "a tensor of layout torch.sparse_coo; x.to_dense()"),
+    "sparse_csr": (lambda: torch.randn(4, 5).to_sparse_csr(), "a tensor of layout torch.sparse_csr; x.to_dense()"),
+    "sparse_csc": (lambda: torch.randn(4, 5).to_sparse_csc(), "a tensor of layout torch.sparse_csc; x.to_dense()"),
+    "quantized": (lambda: torch.quantize_per_tensor(torch.randn(4, 5), 0.1, 0, torch.quint8),
+                  "a quantized tensor \\(dtype torch.quint8\\); x.dequantize()"),
+}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # nested and quantized tensors warn on creation
+@pytest.mark.parametrize("kind", list(NOT_DENSE))
+def test_tensors_that_are_not_strided_and_dense_are_a_clear_error(kind):
+    """Nested, sparse and quantized tensors reach the dispatcher under their own keys: every op
+    (out= forms, and with a gradient, too) answers with what it got and how to get a dense one,
+    not the dispatcher's 'could not run' message."""
+    make, what = NOT_DENSE[kind]
+    x = make()
+    calls = {name: (lambda name=name: call(name, x, (1, 0) if name == "permute" else None))
+             for name in cute_transpose.OPS}
+    calls["permute.out"] = lambda: torch.ops.cute_transpose.permute.out(x, [1, 0], out=torch.empty(5, 4))
+    calls["transpose.out"] = lambda: torch.ops.cute_transpose.transpose.out(x, out=torch.empty(5, 4))
+    if kind.startswith("sparse"):
+        calls["grad"] = lambda: cute_transpose.permute(make().requires_grad_(), (1, 0))
+    for name, fn in calls.items():
+        with pytest.raises(RuntimeError, match="expected a strided \\(dense\\) tensor, got " + what):
+            fn()
 
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
