@@ -352,6 +352,35 @@ def image_cells(batches: tuple[tuple[int, int, int], ...], channels: tuple[int, 
     return cells
 
 
+# --------------------------------------------------------------------------------------------
+# Model layouts
+# --------------------------------------------------------------------------------------------
+
+# Layout changes that models make, at the sizes they make them in inference: attention heads
+# split and merged, keys transposed, a packed qkv split, windows and pixel shuffles, a
+# convolution weight for another framework's layout. Most are small work (under 2^20 elements).
+MODEL_LAYOUTS: tuple[tuple[str, Shape, Dims, str], ...] = (
+    ("ViT-B/16 heads BSHD->BHSD", (1, 197, 12, 64), (0, 2, 1, 3), "float32"),
+    ("ViT-B/16 heads, batch 8", (8, 197, 12, 64), (0, 2, 1, 3), "bfloat16"),
+    ("BERT-base heads, batch 8", (8, 128, 12, 64), (0, 2, 1, 3), "float16"),
+    ("CLIP text heads", (1, 77, 8, 64), (0, 2, 1, 3), "bfloat16"),
+    ("Llama-2-7B prefill heads", (1, 2048, 32, 128), (0, 2, 1, 3), "bfloat16"),
+    ("GQA key/value heads", (1, 4096, 8, 128), (0, 2, 1, 3), "bfloat16"),
+    ("heads merged BHSD->BSHD", (8, 12, 128, 64), (0, 2, 1, 3), "bfloat16"),
+    ("keys transposed BHSD->BHDS", (8, 12, 128, 64), (0, 1, 3, 2), "bfloat16"),
+    ("keys transposed, ViT-B/16", (4, 12, 197, 64), (0, 1, 3, 2), "float32"),
+    ("qkv split (B,S,3,H,D)->(3,B,H,S,D)", (8, 128, 3, 12, 64), (2, 0, 3, 1, 4), "float16"),
+    ("Swin window partition", (8, 8, 7, 8, 7, 96), (0, 1, 3, 2, 4, 5), "bfloat16"),
+    ("pixel shuffle x2 (N,C,r,r,H,W)", (1, 64, 2, 2, 135, 240), (0, 1, 4, 2, 5, 3), "float32"),
+    ("conv weight OIHW->HWIO", (256, 128, 3, 3), (2, 3, 1, 0), "float32"),
+)
+
+
+def model_cells() -> list[Cell]:
+    """MODEL_LAYOUTS as sweep cells (group "models")."""
+    return [Cell("sweep", name, shape, dims, dtype, group="models") for name, shape, dims, dtype in MODEL_LAYOUTS]
+
+
 def cpu_cells() -> list[Cell]:
     """Full-size rows the CPU demo times on the CPU: ours against torch."""
     return [

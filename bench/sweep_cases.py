@@ -1,4 +1,5 @@
-"""The sweep's cells: the TTC suite, image batches, and a seeded random sweep of awkward shapes.
+"""The sweep's cells: the TTC suite, image batches, model layouts, and a seeded random sweep of
+awkward shapes.
 
 The random sweep is deterministic (fixed seed, one random stream per family). It is built from
 families: a family fixes the rank, the permutation (from a small fixed pool per rank), the dtype,
@@ -23,7 +24,7 @@ import random
 from dataclasses import dataclass
 
 from bench.cases import (GiB, ITEMSIZE, Cell, Dims, Shape, View, dims_text, image_cells,
-                         permuted_is_contiguous, base_nbytes, ttc_cells)
+                         model_cells, permuted_is_contiguous, base_nbytes, ttc_cells)
 
 SWEEP_SEED = 20261122
 ESIZE_DTYPE = {1: "uint8", 2: "bfloat16", 4: "float32", 8: "float64", 16: "complex128"}
@@ -78,37 +79,43 @@ class SweepPlan:
     image_channels: tuple[int, ...]
     image_dtypes: tuple[str, ...] = ("uint8", "float32")
     log2_numel: tuple[int, int] = (MIN_LOG2_NUMEL, MAX_LOG2_NUMEL)
-    ttc_max_numel: int = 0          # > 0: shrink the TTC shapes to about this many elements
+    max_numel: int = 0              # > 0: shrink the TTC and model shapes to about this many elements
+    model_pick: tuple[int, ...] | None = None  # which of the model layouts (cases.MODEL_LAYOUTS); None: all
 
 
-# full: 57 TTC + 36 image + 216 random cells, about 50 compiled graphs (19 + 4 + 27 families).
-# The images: 224 x 224 (rows and planes of whole 16-byte vectors for every dtype) and 299 x 299
-# (Inception's input; odd sides, so no plane starts on the 16-byte grid).
-# quick: the first size of two TTC permutations (ranks 2 and 6), two uint8 image cells and the
-# first four cells of the first two random families: 12 cells, 5 graphs. dry: the CPU demo's.
+# full: 57 TTC + 36 image + 13 model + 216 random cells, about 60 compiled graphs (19 + 4 + 11 +
+# 27 families). The images: 224 x 224 (rows and planes of whole 16-byte vectors for every dtype)
+# and 299 x 299 (Inception's input; odd sides, so no plane starts on the 16-byte grid).
+# quick: the first size of two TTC permutations (ranks 2 and 6), two uint8 image cells, two model
+# layouts (a small ViT head split and a Llama prefill) and the first four cells of the first two
+# random families: 14 cells, 7 graphs. dry: the CPU demo's.
 PLANS = {
     "full": SweepPlan(random_cells=216, cells_per_family=8, ttc_pick=slice(None),
                       image_batches=((64, 224, 224), (256, 224, 224), (64, 299, 299)),
                       image_channels=(1, 2, 3, 4)),
     "quick": SweepPlan(random_cells=8, cells_per_family=4, ttc_pick=(0, 54),
                        image_batches=((64, 224, 224),), image_channels=(3,),
-                       image_dtypes=("uint8",)),
+                       image_dtypes=("uint8",), model_pick=(0, 4)),
     "dry": SweepPlan(random_cells=40, cells_per_family=4, ttc_pick=slice(None, None, 3),
                      image_batches=((2, 16, 16),), image_channels=(1, 2, 3, 4),
-                     log2_numel=(8, 13), ttc_max_numel=1 << 13),
+                     log2_numel=(8, 13), max_numel=1 << 13),
 }
 
 
 def sweep_cells(mode: str = "full") -> list[Cell]:
-    """The sweep: TTC, then image batches, then the random cells ('full', 'quick' or 'dry')."""
+    """The sweep: TTC, image batches, model layouts, then the random cells ('full', 'quick' or
+    'dry')."""
     plan = PLANS[mode]
-    ttc = ttc_cells()
-    ttc = ttc[plan.ttc_pick] if isinstance(plan.ttc_pick, slice) else [ttc[i] for i in plan.ttc_pick]
-    if plan.ttc_max_numel:
-        ttc = [shrink_cell(c, plan.ttc_max_numel) for c in ttc]
+    ttc, models = picked(ttc_cells(), plan.ttc_pick), picked(model_cells(), plan.model_pick)
+    if plan.max_numel:
+        ttc, models = ([shrink_cell(c, plan.max_numel) for c in cells] for cells in (ttc, models))
     images = image_cells(plan.image_batches, plan.image_channels, plan.image_dtypes)
-    cells = ttc + images + random_cells(plan)
+    cells = ttc + images + models + random_cells(plan)
     return [c for c in cells if not permuted_is_contiguous(c)]
+
+
+def picked(cells: list[Cell], pick: slice | tuple[int, ...] | None) -> list[Cell]:
+    return cells if pick is None else cells[pick] if isinstance(pick, slice) else [cells[i] for i in pick]
 
 
 def shrink_cell(cell: Cell, max_numel: int) -> Cell:

@@ -69,10 +69,12 @@ THIN_MARGIN = 1.25
 # 510 losses, 1.05 430, 1.1 355, 1.2 296, at 0.860, 0.861, 0.861 and 0.854 of the best kernel.
 LENT_MARGIN = 1.1
 # Small work (the class key's ".s": under 2^20 elements) runs ATen's copy whatever its class's
-# scores (csrc/choose.cpp, kSmallWork, has the measurements): such classes rank "aten" alone,
-# with the scores' order in their note, and stay out of the .inc table (the chooser never
-# reads them).
+# scores (csrc/choose.cpp, kSmallWork, has the measurements), but for the copy route's rows in
+# vectors wider than the element, from an unbroadcast input, which run "rows" (small_rows()
+# there; SMALL_ROWS here): such classes rank "aten" alone, or "rows" then "aten", with the
+# scores' order in their note, and stay out of the .inc table (the chooser never reads them).
 SMALL_WORK = ".s"
+SMALL_ROWS = re.compile(r"^c\.e(\d+)\.o\d\.w(\d+)\.s$")  # its element size, then its vector width
 FAMILY = ".*"  # the suffix of a family's key in the table (family())
 BROADCAST = re.compile(r"\.b(?=\.|$)")  # a class key's broadcast flag
 INC_LINE = re.compile(r'^\{"((?:[^"\\]|\\.)*)", "((?:[^"\\]|\\.)*)"\},(?:\s*//.*)?$')
@@ -404,8 +406,14 @@ def rank(c: ClassResult, rows: list[dict]) -> None:
     if lost:  # kept ahead of aten, but slower than it by more than GUARD on some shapes
         c.note = "; ".join(filter(None, [c.note, "slower than aten " + ", ".join(lost)]))
     if c.key.endswith(SMALL_WORK) and c.ranking:
-        c.note = f"small work: ATen's copy; by score {','.join(c.ranking)}"
-        c.ranking, c.lent = ["aten"], []
+        c.ranking, c.lent, c.note = small_work_ranking(c.key), [], f"small work; by score {','.join(c.ranking)}"
+
+
+def small_work_ranking(key: str) -> list[str]:
+    """What a small-work class runs (SMALL_WORK): "rows" on the copy route where its vectors are
+    wider than the element and the input has no broadcast dim, else ATen's copy."""
+    rows = SMALL_ROWS.match(key)
+    return ["rows", "aten"] if rows and int(rows.group(2)) > int(rows.group(1)) else ["aten"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -438,7 +446,7 @@ def inc_text(classes: list[ClassResult], meta: dict) -> str:
              "rerun bench/tune.py."]
     if meta.get("chooser") == "fake":
         lines.append("// FAKE chooser (--fake): a plumbing test, not a table to commit.")
-    lines.append(f"// Small-work classes (\"{SMALL_WORK}\") are left out: they run ATen's copy (choose.cpp, kSmallWork).")
+    lines.append(f"// Small-work classes (\"{SMALL_WORK}\") are left out: they run ATen's copy, or rows (choose.cpp, kSmallWork, small_rows()).")
     lines.append(f"// Keys ending in \"{FAMILY}\" are families: what a class the table lacks runs "
                  "(tune_table.py, family(), LENT_MARGIN).")
     lines += [inc_line(c) for c in classes if c.winner and not c.key.endswith(SMALL_WORK)]

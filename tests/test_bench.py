@@ -98,6 +98,14 @@ def test_sweep_skips_permutes_that_are_already_contiguous(full_sweep):
         Cell("sweep", "", (64, 1, 224, 224), cases.NCHW_TO_NHWC, "uint8"))
 
 
+def test_sweep_has_the_model_layouts(full_sweep):
+    models = [c for c in full_sweep if c.group == "models"]
+    assert [c.name for c in models] == [name for name, *_ in cases.MODEL_LAYOUTS]
+    assert any(c.numel < 2 ** 20 for c in models) and any(c.numel >= 2 ** 20 for c in models)  # small work, and not
+    assert {c.dtype for c in models} == {"bfloat16", "float16", "float32"}
+    assert any(c.dims == (0, 2, 1, 3) for c in models) and any(c.dims == (0, 1, 3, 2) for c in models)
+
+
 def test_compiled_graphs_are_bounded(full_sweep):
     keys = {(c.dims, c.dtype, c.view) for c in full_sweep}
     assert len(keys) <= 70
@@ -276,11 +284,15 @@ def test_tune_grid_of_one_view_kind():
     assert tune_grid.tune_cells(1, seed=4246, view="") == tune_grid.tune_cells(1, seed=4246)
 
 
-def test_small_work_classes_run_aten_and_stay_out_of_the_table():
+def test_small_work_classes_run_aten_or_rows_and_stay_out_of_the_table():
     results = tune_rows("t.e4.o3.i3.w16.s", {"tile": 1.5, "aten": 1.0}) + tune_rows("t.e4.o3.i3.w16", {"tile": 1.5, "aten": 1.0})
-    classes = {c.key: c for c in tune_table.aggregate(results, ("tile", "aten"))}
+    for key in ("c.e2.o3.w16.s", "c.e4.o3.w4.s", "c.e2.o3.w16.b.s"):  # wide rows; rows of one element; broadcast
+        results += tune_rows(key, {"rows": 0.9, "aten": 1.0})
+    classes = {c.key: c for c in tune_table.aggregate(results, ("tile", "rows", "aten"))}
     assert classes["t.e4.o3.i3.w16.s"].ranking == ["aten"] and "by score tile,aten" in classes["t.e4.o3.i3.w16.s"].note
     assert classes["t.e4.o3.i3.w16"].ranking == ["tile", "aten"]
+    assert classes["c.e2.o3.w16.s"].ranking == ["rows", "aten"]  # whatever its scores (csrc/choose.cpp, small_rows)
+    assert classes["c.e4.o3.w4.s"].ranking == classes["c.e2.o3.w16.b.s"].ranking == ["aten"]
     meta = {"device_name": "GPU", "torch": "2.14", "date": "2026-01-01", "chooser": "cute_transpose"}
     assert tune_table.parse_inc(tune_table.inc_text(list(classes.values()), meta)) == [("t.e4.o3.i3.w16", "tile,aten")]
 

@@ -437,7 +437,7 @@ def test_explain_names_the_shapes_own_class_and_the_table_entry_it_used(shape, d
     info = cute_transpose.explain(torch.empty(shape, dtype=dtype), dims)["cuda"]
     own = info["class"]
     if own.endswith(".s"):  # small work never reaches the table
-        assert info["kernel"] == "aten" and info["reason"].startswith("small work: "), info
+        assert info["kernel"] in ("aten", "rows") and info["reason"].startswith("small work: "), info
     elif own in keys:
         assert info["reason"].startswith(f"tuned for sm_90: class {own} ranks "), info
     elif info["reason"].startswith("tuned"):  # its family's entry
@@ -478,6 +478,22 @@ def test_class_key_marks_small_work_which_runs_aten(shape, dims, small):
     info = cute_transpose.explain(torch.empty(shape, dtype=torch.uint8), dims)["cuda"]
     assert info["class"].endswith(".s") == small, info
     assert (info["kernel"] == "aten" and info["reason"].startswith("small work: ")) == small, info
+
+
+@pytest.mark.parametrize("make, dims, kernel", [
+    (lambda: torch.empty(1, 128, 8, 64, dtype=torch.bfloat16), (0, 2, 1, 3), "rows"),  # attention heads: 128-byte rows
+    (lambda: torch.empty(4, 100, 6, 24, dtype=torch.uint8), (0, 2, 1, 3), "rows"),     # 24-byte rows: 8-byte vectors
+    (lambda: torch.empty(1, 128, 8, 63, dtype=torch.bfloat16), (0, 2, 1, 3), "aten"),  # 126-byte rows: one element
+    (lambda: torch.empty(64, 8, 33), (1, 0, 2), "aten"),                               # float32 rows of 33: one element
+    (lambda: torch.empty(64, 1, 64).expand(64, 8, 64), (1, 0, 2), "aten"),             # broadcast input
+    (lambda: torch.empty(256, 256), (1, 0), "aten"),                                   # a transpose
+])
+def test_small_work_runs_rows_where_its_vectors_are_wider_than_the_element(make, dims, kernel):
+    # Under 2^20 elements ATen's copy runs, but the copy route in vectors wider than the element
+    # (rows of whole 4-, 8- or 16-byte vectors) from an unbroadcast input runs `rows`.
+    info = cute_transpose.explain(make(), dims)["cuda"]
+    assert info["class"].endswith(".s") and info["reason"].startswith("small work: "), info
+    assert info["kernel"] == kernel, info
 
 
 def test_interleave_leaves_batches_of_tiny_matrices_to_others():
