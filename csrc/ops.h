@@ -14,8 +14,8 @@
 
 namespace cute_transpose {
 
-// x.permute(perm) into `out` with ATen's strided copy, the bits moved as integers of the
-// element's size (so every dtype works, including those torch cannot copy).
+// x.permute(perm) into `out` with ATen's strided copy: eager's own call for the dtypes it copies,
+// the bits moved as integers of the element's size for the others (so every dtype works).
 void aten_permute_into(at::Tensor const& x, at::IntArrayRef perm, at::Tensor& out);
 
 at::Tensor new_result(at::Tensor const& x, at::IntArrayRef perm);

@@ -30,7 +30,7 @@ def _check_rank(x: Tensor, name: str) -> None:
 
 
 def _register_matrix_op(name: str, transposes: bool, doc: str) -> Callable[[Tensor], Tensor]:
-    op = getattr(_lib, name)
+    op = getattr(_lib, name).default  # the overload itself: no overload resolution per call
 
     @torch.library.register_fake(f"cute_transpose::{name}")
     def _fake(x: Tensor) -> Tensor:
@@ -130,14 +130,19 @@ def _permute_with_fake(x: Tensor, dims: Sequence[int], kernel: str) -> Tensor:
     return x.new_empty([x.shape[d] for d in _permutation(x, dims, "_permute_with")])
 
 
+# The overloads the functions below call (an overload packet would resolve one per call).
+_transpose, _transpose_out = _lib.transpose.default, _lib.transpose.out
+_permute, _permute_out = _lib.permute.default, _lib.permute.out
+
+
 def transpose(x: Tensor, dim0: int = -2, dim1: int = -1, *, out: Optional[Tensor] = None) -> Tensor:
     """x.transpose(dim0, dim1).contiguous() with the fastest kernel for the shape and dtype.
 
     Any two dims of any rank, any strides. With ``out`` (contiguous, of the result's shape, dtype
     and device, not sharing memory with x) the result is written there and ``out`` is returned."""
     if out is None:
-        return _lib.transpose(x, operator.index(dim0), operator.index(dim1))
-    return _lib.transpose.out(x, operator.index(dim0), operator.index(dim1), out=out)
+        return _transpose(x, operator.index(dim0), operator.index(dim1))
+    return _transpose_out(x, operator.index(dim0), operator.index(dim1), out=out)
 
 
 def permute(x: Tensor, dims: Sequence[int], *, out: Optional[Tensor] = None) -> Tensor:
@@ -149,8 +154,8 @@ def permute(x: Tensor, dims: Sequence[int], *, out: Optional[Tensor] = None) -> 
     is returned."""
     dims = _dims_list(dims)
     if out is None:
-        return _lib.permute(x, dims)
-    return _lib.permute.out(x, dims, out=out)
+        return _permute(x, dims)
+    return _permute_out(x, dims, out=out)
 
 
 def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional[str] = None) -> dict:
