@@ -48,7 +48,7 @@ import torch  # noqa: E402
 
 from bench import cases, ops  # noqa: E402
 from bench.harness import (Progress, Result, do_bench_timer, ext, host_loop_timer,  # noqa: E402
-                           perf_counter_timer, run_cell, run_cells)
+                           perf_counter_timer, run_cell, run_cells, sigterm_as_interrupt)
 from bench.report import Section, render_markdown, write_outputs  # noqa: E402
 from bench.sweep_cases import sweep_cells  # noqa: E402
 
@@ -269,19 +269,30 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     started = time.perf_counter()
     progress = Progress(sum(len(s.cells) for s in sections.values()))  # one bar over all
     tiny: list[Result] = []
-    for key, s in sections.items():
-        sweep = key == "sweep" and not args.dry_run
-        s.results = run_cells(s.cells, s.specs, section_timer(key, args), device, progress,
-                              rounds=args.sweep_rounds if key == "sweep" else 1,
-                              short=(SHORT_CELL_MS, args.sweep_short_rounds) if sweep else None)
-        if key == "matrix" and s.cells:
-            tiny = run_tiny(device, args.tiny_calls)
-        if key == "sweep":
-            s.notes = {"first_call_s": first_call_seconds(s.results),
-                       **({} if args.dry_run else {"compile_graphs": compiles.graphs()})}
+    interrupted = ""
+    try:
+        with sigterm_as_interrupt():
+            for key, s in sections.items():
+                sweep = key == "sweep" and not args.dry_run
+                s.results = []  # filled cell by cell: a stopped run reports what it measured
+                run_cells(s.cells, s.specs, section_timer(key, args), device, progress,
+                          rounds=args.sweep_rounds if key == "sweep" else 1,
+                          short=(SHORT_CELL_MS, args.sweep_short_rounds) if sweep else None, results=s.results)
+                if key == "matrix" and s.cells:
+                    tiny = run_tiny(device, args.tiny_calls)
+                if key == "sweep":
+                    s.notes = {"first_call_s": first_call_seconds(s.results),
+                               **({} if args.dry_run else {"compile_graphs": compiles.graphs()})}
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: write what was measured, then say so
+        interrupted = f"stopped after {progress.count} of {progress.total} cells"
+        for s in sections.values():
+            measured = {r.cell for r in s.results}
+            s.cells = [c for c in s.cells if c in measured]
     progress.close()
     meta = collect_meta(args, device, device_name, sections)
     meta["duration_s"] = round(time.perf_counter() - started, 1)
+    if interrupted:
+        meta["interrupted"] = interrupted
 
     markdown = render_markdown(meta, sections, tiny)
     print(markdown)
@@ -291,6 +302,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     bad = [r for s in sections.values() for r in s.results if r.bad] + [r for r in tiny if r.bad]
     for r in bad:
         print(f"{r.status}: {r.op} on {r.where()}: {r.detail}", file=sys.stderr)
+    if interrupted:
+        print(f"bench.py: {interrupted}; the files above hold those cells", file=sys.stderr)
+        return 130
     return 1 if bad else 0
 
 

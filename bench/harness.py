@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
+import signal
 import statistics
 import sys
 import time
@@ -374,11 +375,26 @@ class Progress:
 
 def run_cells(cells: Sequence[Cell], specs: Sequence[OpSpec], timer: Timer,
               device: torch.device, progress: Progress, rounds: int = 1,
-              short: Optional[tuple[float, int]] = None) -> list[Result]:
-    """run_cell for every cell, under the progress bar."""
-    results: list[Result] = []
+              short: Optional[tuple[float, int]] = None,
+              results: Optional[list[Result]] = None) -> list[Result]:
+    """run_cell for every cell, under the progress bar. Each cell's results are added to
+    `results` (a new list if None) as soon as it is done, so that a run stopped midway keeps
+    the cells it finished."""
+    results = [] if results is None else results
     for cell in cells:
         progress.start(f"{cell.section}: {cell.name} {shape_text(cell.shape)} {cell.dtype}")
         results += run_cell(cell, specs, timer, device, rounds=rounds, short=short)
         progress.done()
     return results
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """Inside the block, SIGTERM (a `timeout`, a job scheduler) stops the run as Ctrl-C does."""
+    def stop(signum, frame):
+        raise KeyboardInterrupt
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -199,6 +199,8 @@ def render_markdown(meta: dict, sections: dict[str, Section], tiny: list[Result]
         f"# cute_transpose benchmark: {meta['device_name']}", "",
         f"{meta['date']} | torch {meta['torch']} | CUDA {meta['cuda']} | triton {meta['triton']} "
         f"| cute_transpose {meta['cute_transpose']} | run took {meta['duration_s']:.1f} s", "",
+        *([f"**Interrupted: {meta['interrupted']}.** The tables below hold the cells measured "
+           "before it stopped.", ""] if meta.get("interrupted") else []),
         "Every cell: GB/s = 2 x bytes / time, and in brackets the ratio time(torch clone) / "
         "time(op) from the same cell (higher is better). WRONG = failed the bit-exact check "
         "(not timed); n/a = unsupported; skipped = too large for free memory.",

@@ -391,6 +391,29 @@ def test_bench_cli_sections():
     assert collections.Counter(c.section for c in cases.cpu_cells()) == {"cpu": 3}
 
 
+def test_a_stopped_benchmark_writes_the_cells_it_measured(tmp_path, monkeypatch):
+    # Ctrl-C or SIGTERM (a time limit) after three cells of the CPU demo's sweep: the run still
+    # writes its files, with those cells, says it stopped, and exits 130.
+    import json
+    import signal
+    from bench import bench
+    done = []
+
+    def stopping(*args, **kwargs):
+        if len(done) == 3:
+            signal.raise_signal(signal.SIGTERM)
+        done.append(args[0])
+        return run_cell(*args, **kwargs)
+
+    monkeypatch.setattr(harness, "run_cell", stopping)
+    assert bench.main(["--dry-run", "--sweep-only", "--out", str(tmp_path)]) == 130
+    saved = json.loads((tmp_path / "CPU_dry-run-sweep.json").read_text())
+    assert saved["meta"]["interrupted"].startswith("stopped after 3 of ")
+    assert {(tuple(r["shape"]), r["case"]) for r in saved["sweep"]} == {(c.shape, c.name) for c in done[:3]}
+    assert "**Interrupted: stopped after 3 of" in (tmp_path / "CPU_dry-run-sweep.md").read_text()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # put back
+
+
 def test_tune_breaks_ties_by_preference():
     # padded is 1% ahead of tile: within the run-to-run spread, so tile (vectorized) ranks first
     results = tune_rows("t", {"padded": 0.95, "tile": 0.94, "aten": 0.40})
