@@ -26,6 +26,10 @@ extern "C" PyObject* PyInit__C(void) {
 namespace cute_transpose {
 
 void aten_permute_into(at::Tensor const& x, at::IntArrayRef perm, at::Tensor& out) {
+  if (x.is_conj() || x.is_neg() || out.is_conj() || out.is_neg()) {  // ATen's copy resolves the bits as it copies
+    out.copy_(x.permute(perm));
+    return;
+  }
   switch (x.scalar_type()) {
     case at::kBool: case at::kByte: case at::kChar: case at::kShort: case at::kInt: case at::kLong:
     case at::kHalf: case at::kBFloat16: case at::kFloat: case at::kDouble: case at::kComplexFloat:
@@ -54,7 +58,9 @@ at::Tensor new_result(at::Tensor const& x, at::IntArrayRef perm) {
 
 namespace {
 
-struct RunCpu {
+// ATen's copy for every op: the CPU's kernels, and on any device the conjugate and negative
+// views' (below).
+struct RunAten {
   static int guard(at::Tensor const&) { return 0; }
   static void best(at::Tensor const& x, at::IntArrayRef perm, at::Tensor& out, Plan const&) {
     aten_permute_into(x, perm, out);
@@ -63,7 +69,7 @@ struct RunCpu {
     aten_permute_into(x, perm, out);
   }
 };
-using CpuOps = PlanOps<RunCpu>;
+using AtenOps = PlanOps<RunAten>;
 
 
 at::Tensor permute_with_cpu(at::Tensor const& x, at::IntArrayRef dims, c10::string_view kernel) {
@@ -129,7 +135,12 @@ std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch, c10
   auto const tuned = kernel.empty() && autotune_enabled() && x.is_cuda()
                          ? remembered(*plan, device, x.device().index(), &timings)
                          : std::nullopt;
-  if (tuned) {
+  if (kernel.empty() && (x.is_conj() || x.is_neg())) {  // transpose and permute: ATen's copy (below)
+    c = *force(*plan, Kernel::Aten, device, nullptr);
+    c.key = class_key(*plan);
+    c.reason = std::string(x.is_conj() ? "a conjugate" : "a negative") +
+               " view: ATen's copy, which resolves the bit as it copies, in one pass";
+  } else if (tuned) {
     c = *tuned;
     c.key = class_key(*plan);
     c.reason = "autotuned on this device (median launches, fastest first): " + timings;
@@ -214,16 +225,34 @@ TORCH_LIBRARY(cute_transpose, m) {
 }
 
 TORCH_LIBRARY_IMPL(cute_transpose, CPU, m) {
-#define CUTE_TRANSPOSE_IMPL(name, kernel) m.impl(#name, &ladder_op<RunCpu, Kernel::kernel>);
+#define CUTE_TRANSPOSE_IMPL(name, kernel) m.impl(#name, &ladder_op<RunAten, Kernel::kernel>);
   CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_IMPL)
   CUTE_TRANSPOSE_IMPL(copy, SeedCopy)
 #undef CUTE_TRANSPOSE_IMPL
-  m.impl("transpose", &CpuOps::transpose);
-  m.impl("transpose.out", &CpuOps::transpose_out);
-  m.impl("permute", &CpuOps::permute);
-  m.impl("permute.out", &CpuOps::permute_out);
+  m.impl("transpose", &AtenOps::transpose);
+  m.impl("transpose.out", &AtenOps::transpose_out);
+  m.impl("permute", &AtenOps::permute);
+  m.impl("permute.out", &AtenOps::permute_out);
   m.impl("_permute_with", &permute_with_cpu);
 }
+
+// Conjugate and negative views (x.conj(), x.conj().imag) keep their sign flip as a bit. torch's
+// fallback for those keys would first resolve the bit into a copy, which the op would then copy
+// again; ATen's copy resolves it as it copies, in the one pass that eager's .contiguous() takes.
+// So `transpose` and `permute` run ATen's copy on them, on every device. (The seed ladder's
+// variants keep the fallback: they are there to run their own kernel.)
+// explain() sees the view itself, too, and says so.
+#define CUTE_TRANSPOSE_LAZY_BIT(key)                        \
+  TORCH_LIBRARY_IMPL(cute_transpose, key, m) {              \
+    m.impl("transpose", &AtenOps::transpose);               \
+    m.impl("transpose.out", &AtenOps::transpose_out);       \
+    m.impl("permute", &AtenOps::permute);                   \
+    m.impl("permute.out", &AtenOps::permute_out);           \
+    m.impl("_explain", &explain);                           \
+  }
+CUTE_TRANSPOSE_LAZY_BIT(Conjugate)
+CUTE_TRANSPOSE_LAZY_BIT(Negative)
+#undef CUTE_TRANSPOSE_LAZY_BIT
 
 #define CUTE_TRANSPOSE_NOT_DENSE_IMPL(name, ...) \
   m.impl(#name, torch::CppFunction::makeFromBoxedFunction<&not_dense_error>());

@@ -435,8 +435,9 @@ LAZY_VIEWS = {
 @pytest.mark.parametrize("device", DEVICES)
 def test_conjugate_and_negative_views(device, lazy):
     """Every op returns the values a conjugate or negative view shows, as eager's .contiguous()
-    does (the dispatcher resolves the bit before the op runs): never the raw memory under it.
-    The out= forms write a poisoned `out`."""
+    does, never the raw memory under it: `transpose` and `permute` through ATen's copy, which
+    resolves the bit as it copies (explain() says so), the variants on torch's resolved copy.
+    The out= forms write a poisoned `out`, and into a conjugate `out`, its values."""
     x = LAZY_VIEWS[lazy](random_tensor((4, 32, 48), torch.complex64, device))
     assert x.is_conj() or x.is_neg()
     for name in cute_transpose.OPS:
@@ -451,6 +452,13 @@ def test_conjugate_and_negative_views(device, lazy):
             out = poisoned(ref.shape, ref.dtype, device)
             call(name, x, dims, out=out)
             assert_bits_equal(out, ref)
+    info = cute_transpose.explain(x, (2, 0, 1))
+    info = info.get("cuda", info)  # on the CPU: what a GPU would run
+    assert info["kernel"] == "aten" and info["reason"].startswith(f"a {'conjugate' if lazy == 'conj' else 'negative'} view"), info
+    if lazy == "conj":  # an out= that is itself a conjugate view holds the values, not the bits
+        out = poisoned((32, 4, 48), x.dtype, device).conj()
+        cute_transpose.permute(x, (1, 0, 2), out=out)
+        assert_bits_equal(out.resolve_conj(), reference(x.resolve_conj(), (1, 0, 2)))
 
 
 @pytest.mark.parametrize("device", DEVICES)
