@@ -10,7 +10,7 @@ The test files, one concern each:
                            tests (seeded and hypothesis), dims errors, big shapes
   test_out.py              transpose.out / permute.out: results, and every out= error
   test_autograd_compile.py gradients, gradcheck, opcheck, torch.compile fullgraph (static,
-                           dynamic, out=)
+                           dynamic, out=), torch.export
   test_gpu_runtime.py      the current stream, CUDA graphs, two streams, the device guard
   test_autotune.py         per-shape autotuning: the setting, remembered picks, tuned results
   test_banks.py            shared-memory bank maps of the seed variants (no GPU needed)

@@ -1,6 +1,7 @@
 """Autograd and the torch.compile stack: gradients of every op, gradcheck, backward of permute
-and transpose, torch.library.opcheck, and torch.compile(fullgraph=True), static and dynamic,
-out= included. CPU always; CUDA where a GPU is present."""
+and transpose, torch.library.opcheck, torch.compile(fullgraph=True), static and dynamic, out=
+included, and torch.export (dynamic dims, saved and loaded). CPU always; CUDA where a GPU is
+present."""
 
 import pytest
 import torch
@@ -201,6 +202,30 @@ def test_torch_compile_out(device, kind):
     assert_bits_equal(compiled(x, buf), ref + 1)
     assert_bits_equal(buf, ref)
 
+
+
+class Heads(torch.nn.Module):
+    """An attention layout change written with the ops: (B, S, H, D) -> (B, H, D, S)."""
+
+    def forward(self, x):
+        return cute_transpose.transpose(cute_transpose.permute(x, (0, 2, 1, 3)), -2, -1) * 2
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_torch_export_dynamic_batch_saved_and_loaded(device, tmp_path):
+    """torch.export keeps the ops in the exported graph (their fake kernels give the shapes), with
+    a dynamic batch dim, and the program saved and loaded runs them."""
+    x = torch.randn(2, 16, 4, 8, device=device)
+    program = torch.export.export(Heads(), (x,), dynamic_shapes={"x": {0: torch.export.Dim("batch", min=2)}})
+    targets = {str(n.target) for n in program.graph.nodes if n.op == "call_function"}
+    assert {"cute_transpose.permute.default", "cute_transpose.transpose.default"} <= targets, targets
+    torch.export.save(program, tmp_path / "heads.pt2")
+    loaded = torch.export.load(tmp_path / "heads.pt2")
+    for batch in (2, 5):
+        x = torch.randn(batch, 16, 4, 8, device=device)
+        ref = x.permute(0, 2, 3, 1).contiguous() * 2
+        assert_bits_equal(program.module()(x), ref)
+        assert_bits_equal(loaded.module()(x), ref)
 
 
 # ----------------------------------------------------------------------------------------------
