@@ -358,7 +358,8 @@ def image_cells(batches: tuple[tuple[int, int, int], ...], channels: tuple[int, 
 
 # Layout changes that models make, at the sizes they make them in inference: attention heads
 # split and merged, keys transposed, a packed qkv split, windows and pixel shuffles, a
-# convolution weight for another framework's layout. Most are small work (under 2^20 elements).
+# convolution weight for another framework's layout, a ViT's patches cut out of images, a
+# ShuffleNet channel shuffle. Most are small work (under 2^20 elements).
 MODEL_LAYOUTS: tuple[tuple[str, Shape, Dims, str], ...] = (
     ("ViT-B/16 heads BSHD->BHSD", (1, 197, 12, 64), (0, 2, 1, 3), "float32"),
     ("ViT-B/16 heads, batch 8", (8, 197, 12, 64), (0, 2, 1, 3), "bfloat16"),
@@ -372,6 +373,8 @@ MODEL_LAYOUTS: tuple[tuple[str, Shape, Dims, str], ...] = (
     ("qkv split (B,S,3,H,D)->(3,B,H,S,D)", (8, 128, 3, 12, 64), (2, 0, 3, 1, 4), "float16"),
     ("Swin window partition", (8, 8, 7, 8, 7, 96), (0, 1, 3, 2, 4, 5), "bfloat16"),
     ("pixel shuffle x2 (N,C,r,r,H,W)", (1, 64, 2, 2, 135, 240), (0, 1, 4, 2, 5, 3), "float32"),
+    ("ViT patchify (B,C,H/p,p,W/p,p)", (8, 3, 14, 16, 14, 16), (0, 2, 4, 1, 3, 5), "float32"),
+    ("ShuffleNet channel shuffle", (32, 2, 116, 28, 28), (0, 2, 1, 3, 4), "bfloat16"),
     ("conv weight OIHW->HWIO", (256, 128, 3, 3), (2, 3, 1, 0), "float32"),
 )
 

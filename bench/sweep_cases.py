@@ -83,7 +83,7 @@ class SweepPlan:
     model_pick: tuple[int, ...] | None = None  # which of the model layouts (cases.MODEL_LAYOUTS); None: all
 
 
-# full: 57 TTC + 36 image + 13 model + 216 random cells, about 60 compiled graphs (19 + 4 + 11 +
+# full: 57 TTC + 36 image + 15 model + 216 random cells, 60 compiled graphs (19 + 4 + 11 +
 # 27 families). The images: 224 x 224 (rows and planes of whole 16-byte vectors for every dtype)
 # and 299 x 299 (Inception's input; odd sides, so no plane starts on the 16-byte grid).
 # quick: the first size of two TTC permutations (ranks 2 and 6), two uint8 image cells, two model
