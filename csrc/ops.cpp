@@ -259,7 +259,8 @@ CUTE_TRANSPOSE_LAZY_BIT(Negative)
 #define CUTE_TRANSPOSE_NOT_DENSE(key)                                                         \
   TORCH_LIBRARY_IMPL(cute_transpose, key, m) {                                                \
     CUTE_TRANSPOSE_FOR_EACH_VARIANT(CUTE_TRANSPOSE_NOT_DENSE_IMPL)                            \
-    for (char const* name : {"copy", "transpose", "transpose.out", "permute", "permute.out"}) \
+    for (char const* name : {"copy", "transpose", "transpose.out", "permute", "permute.out",  \
+                             "_permute_with", "_explain"})                                     \
       m.impl(name, torch::CppFunction::makeFromBoxedFunction<&not_dense_error>());            \
   }
 CUTE_TRANSPOSE_NOT_DENSE(AutogradNestedTensor)

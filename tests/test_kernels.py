@@ -608,6 +608,8 @@ def test_tensors_that_are_not_strided_and_dense_are_a_clear_error(kind):
              for name in cute_transpose.OPS}
     calls["permute.out"] = lambda: torch.ops.cute_transpose.permute.out(x, [1, 0], out=torch.empty(5, 4))
     calls["transpose.out"] = lambda: torch.ops.cute_transpose.transpose.out(x, out=torch.empty(5, 4))
+    calls["explain"] = lambda: cute_transpose.explain(x, (1, 0))
+    calls["_permute_with"] = lambda: torch.ops.cute_transpose._permute_with(x, [1, 0], "gather")
     if kind.startswith("sparse"):
         calls["grad"] = lambda: cute_transpose.permute(make().requires_grad_(), (1, 0))
     for name, fn in calls.items():
