@@ -519,7 +519,7 @@ int fill_bucket(double fill) { return fill >= 0.9 ? 0 : fill >= 0.6 ? 1 : 2; }
 // copy, and the main table's picks for the same shapes 0.910 with 635. It is the element
 // count that matters, not the bytes: for every element size, ATen's copy stayed within 2.5% of
 // the best kernel below 2^19 elements and fell to 0.93-0.95 of it between 2^19 and 2^20, where
-// the main grids (2^20 elements and up) begin and the kernels pull ahead. (Except wide rows on
+// the main grids (2^20 elements and up) begin and the kernels pull ahead. (But for wide rows on
 // the copy route: small_rows().)
 constexpr int64_t kSmallWork = int64_t(1) << 20;
 
@@ -571,10 +571,10 @@ bool broadcast_input(Plan const& plan) {
 // 8-byte) and 0.996 of the best kernel, where ATen's copy reached 0.739; it trailed ATen's copy
 // by 5-6% on 3 of them. Where the vector is the element (4-byte rows of float32) the two ran
 // alike (0.93-1.03 x), and on broadcast inputs `rows` ran as low as 0.12 x.
-bool small_rows(Plan const& plan) {
-  if (!plan.copy_route() || broadcast_input(plan)) return false;
-  auto const p = rows_problem(plan);
-  return p && rows_width(*p) > plan.element_size;
+std::optional<Choice> small_rows(Plan const& plan, Device const& device) {
+  if (!plan.copy_route() || broadcast_input(plan)) return std::nullopt;
+  auto c = force(plan, Kernel::Rows, device, nullptr);
+  return c && c->width > plan.element_size ? c : std::nullopt;
 }
 
 Class classify(Plan const& plan) {
@@ -961,7 +961,7 @@ bool offered(Choice const& c, std::string* why) {
 
 Choice choose(Plan const& plan, Device const& device, bool explain) {
   if (small_work(plan)) {  // before classify(): the host time is what small work sees
-    std::optional<Choice> c = small_rows(plan) ? force(plan, Kernel::Rows, device, nullptr) : std::nullopt;
+    std::optional<Choice> c = small_rows(plan, device);
     if (!c) c = force(plan, Kernel::Aten, device, nullptr);
     if (explain) {
       c->key = class_key(plan);
