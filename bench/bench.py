@@ -16,8 +16,8 @@ one cell runner (bench/harness.py): every op is checked bit-exactly against
   shapes) and the autotuned Triton kernel; then host-inclusive time per call on 256x256.
 - Permutations: the layouts real models move between (bench/cases.py), with a goal per row.
 - Sweep: the TTC/HPTT/cuTT suite, image batches, model layouts at inference sizes and a seeded
-  random sweep of awkward shapes and strided views (bench/sweep_cases.py), with a summary against eager, torch.compile (dynamic
-  shapes) and Triton.
+  random sweep of awkward shapes and strided views (bench/sweep_cases.py), with a summary
+  against eager, torch.compile (dynamic shapes) and Triton.
 
 Without a GPU, bench.py runs the CPU demo instead: every section on tiny shapes, checked
 bit-exactly and timed on the CPU, plus full-size CPU rows (ours against torch).

@@ -446,7 +446,8 @@ def inc_text(classes: list[ClassResult], meta: dict) -> str:
              "rerun bench/tune.py."]
     if meta.get("chooser") == "fake":
         lines.append("// FAKE chooser (--fake): a plumbing test, not a table to commit.")
-    lines.append(f"// Small-work classes (\"{SMALL_WORK}\") are left out: they run ATen's copy, or rows (choose.cpp, kSmallWork, small_rows()).")
+    lines.append(f"// Small-work classes (\"{SMALL_WORK}\") are left out: they run ATen's copy, or rows "
+                 "(choose.cpp, kSmallWork, small_rows()).")
     lines.append(f"// Keys ending in \"{FAMILY}\" are families: what a class the table lacks runs "
                  "(tune_table.py, family(), LENT_MARGIN).")
     lines += [inc_line(c) for c in classes if c.winner and not c.key.endswith(SMALL_WORK)]
