@@ -7,8 +7,10 @@ A row-sharded (M, N) matrix of 1-16 GiB becomes its row-sharded transpose. Timed
 same input in one run (median of --reps, each rank's time the slowest rank's):
 
 - ``all_to_all``: a bare ``all_to_all_single`` of each rank's bytes: the floor, nothing transposed;
-- ``ours``: ``cute_transpose.distributed.transpose`` (default slicing, and each slice count of
-  --chunks; and "self sent": with each rank's own block sent to itself through one
+- ``ours``: ``cute_transpose.distributed.transpose`` as it runs by default (on GPUs of one host,
+  the ``"symmetric"`` method: each rank's kernel writes its blocks into the others' memory);
+- ``all_to_all``: the same with ``method="all_to_all"`` (default slicing, each slice count of
+  --chunks, and "self sent": each rank's own block sent to itself through one
   ``all_to_all_single`` per slice instead of skipping the exchange);
 - ``redistribute``: DTensor's own path, ``x.transpose(0, 1).redistribute(mesh, [Shard(0)])``,
   made contiguous.
@@ -111,13 +113,18 @@ def rank_main(rank: int, world: int, args: argparse.Namespace, port: int) -> Non
             def redistribute():
                 return x.transpose(0, 1).redistribute(mesh, [Shard(0)]).to_local().contiguous()
 
-            # Correctness first: ours against DTensor's own result, bit for bit.
+            # Correctness first: ours, by each method, against DTensor's own result, bit for bit.
+            row["method"] = "symmetric" if distributed._use_symmetric(local, dist.group.WORLD, "auto", True) \
+                else "all_to_all"
             want = redistribute()
-            got = distributed.transpose(x).to_local()
-            same = torch.tensor([int(torch.equal(got.view(torch.uint8), want.view(torch.uint8)))], device=device)
+            same = torch.ones(1, dtype=torch.int64, device=device)
+            for method in ("auto", "all_to_all"):
+                got = distributed.transpose(x, method=method).to_local()
+                same &= int(torch.equal(got.view(torch.uint8), want.view(torch.uint8)))
+                del got
             dist.all_reduce(same, op=dist.ReduceOp.MIN)
             row["exact"] = bool(same.item())
-            del want, got
+            del want
 
             send = local.view(-1)
             recv = torch.empty_like(send)
@@ -130,13 +137,20 @@ def rank_main(rank: int, world: int, args: argparse.Namespace, port: int) -> Non
                                  args.reps, device)
             del recv, blocks
             row["ours"] = timed(lambda: distributed.transpose(x), args.reps, device)
+            a2a = dict(method="all_to_all")
+            row["ours_a2a"] = timed(lambda: distributed.transpose(x, **a2a), args.reps, device)
             row["default_chunks"] = distributed.default_chunks(shape[1] // world, local.numel() * local.element_size())
             for chunks in args.chunks:
                 if (shape[1] // world) % chunks == 0:
-                    row[f"ours_chunks{chunks}"] = timed(lambda: distributed.transpose(x, chunks=chunks),
+                    row[f"ours_chunks{chunks}"] = timed(lambda: distributed.transpose(x, chunks=chunks, **a2a),
                                                         args.reps, device)
+                    if row["method"] == "symmetric":
+                        row[f"symmetric_chunks{chunks}"] = timed(
+                            lambda: distributed.transpose(x, chunks=chunks, method="symmetric"), args.reps, device)
+            row["symmetric_default_chunks"] = distributed.default_chunks(
+                shape[1] // world, local.numel() * local.element_size(), symmetric=True)
             distributed.SKIP_SELF = False  # each rank's own block through the collective too
-            row["ours_all_to_all_single"] = timed(lambda: distributed.transpose(x), args.reps, device)
+            row["ours_all_to_all_single"] = timed(lambda: distributed.transpose(x, **a2a), args.reps, device)
             distributed.SKIP_SELF = True
             row["redistribute"] = timed(redistribute, args.reps, device)
             row["local_bytes"] = local.numel() * local.element_size()
@@ -154,8 +168,11 @@ def rank_main(rank: int, world: int, args: argparse.Namespace, port: int) -> Non
 def summary_line(row: dict) -> str:
     t = row["all_to_all"]
     chunks = " ".join(f"c{k[11:]}={t / v:.2f}" for k, v in row.items() if k.startswith("ours_chunks"))
+    chunks += "; symmetric " + " ".join(f"c{k[16:]}={t / v:.2f}" for k, v in row.items()
+                                        if k.startswith("symmetric_chunks"))
     return (f"{row['dtype']:>8} {row['GiB']:>5} GiB {row['shape']}: all_to_all {t:.2f} ms; ours "
-            f"{row['ours']:.2f} ms = {t / row['ours']:.2f} of it ({chunks}; self sent "
+            f"({row['method']}) {row['ours']:.2f} ms = {t / row['ours']:.2f} of it; method all_to_all "
+            f"{t / row['ours_a2a']:.2f} ({chunks}; self sent "
             f"{t / row['ours_all_to_all_single']:.2f}); local work alone {row['local']:.2f} ms; redistribute "
             f"{row['redistribute']:.2f} ms = {t / row['redistribute']:.2f}; exact={row['exact']}")
 
@@ -169,23 +186,28 @@ def write(rows: list[dict], args: argparse.Namespace, gpu: str) -> None:
              "Row-sharded (M, N) -> row-sharded (N, M). Time in ms (median), and the share of a bare "
              "all_to_all_single's bandwidth (its time over each one's). GB/s: each rank's bytes over "
              "the time.", "",
-             "| dtype | GiB | shape | all_to_all ms | GB/s | ours ms | share | self sent: share | "
-             "local work alone, ms | redistribute ms | share | exact |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| dtype | GiB | shape | all_to_all ms | GB/s | ours: method | ms | share | "
+             "method all_to_all: share | self sent: share | local work alone, ms | redistribute ms | "
+             "share | exact |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         t = r["all_to_all"]
         lines.append(f"| {r['dtype']} | {r['GiB']} | {r['shape'][0]} x {r['shape'][1]} | {t:.2f} | "
-                     f"{r['local_bytes'] / t / 1e6:.0f} | {r['ours']:.2f} | {t / r['ours']:.2f} | "
+                     f"{r['local_bytes'] / t / 1e6:.0f} | {r['method']} | {r['ours']:.2f} | "
+                     f"{t / r['ours']:.2f} | {t / r['ours_a2a']:.2f} | "
                      f"{t / r['ours_all_to_all_single']:.2f} | {r['local']:.2f} | "
                      f"{r['redistribute']:.2f} | {t / r['redistribute']:.2f} | {r['exact']} |")
-    lines += ["", "Slices (`chunks=`): share of the all_to_all's bandwidth for each slice count, "
-              "and the default's.", "",
-              "| dtype | GiB | default | " + " | ".join(f"{c}" for c in args.chunks) + " |",
-              "|---|---|---|" + "---|" * len(args.chunks)]
-    for r in rows:
-        cells = [f"{r['all_to_all'] / r[f'ours_chunks{c}']:.2f}" if f"ours_chunks{c}" in r else "-"
-                 for c in args.chunks]
-        lines.append(f"| {r['dtype']} | {r['GiB']} | {r['default_chunks']} | " + " | ".join(cells) + " |")
+    for method, key, default in (("all_to_all", "ours_chunks", "default_chunks"),
+                                 ("symmetric", "symmetric_chunks", "symmetric_default_chunks")):
+        if not any(f"{key}{c}" in r for r in rows for c in args.chunks):
+            continue
+        lines += ["", f"Slices of the {method} method (`chunks=`): share of the all_to_all's bandwidth "
+                  "for each slice count, and the default count.", "",
+                  "| dtype | GiB | default | " + " | ".join(f"{c}" for c in args.chunks) + " |",
+                  "|---|---|---|" + "---|" * len(args.chunks)]
+        for r in rows:
+            cells = [f"{r['all_to_all'] / r[f'{key}{c}']:.2f}" if f"{key}{c}" in r else "-" for c in args.chunks]
+            lines.append(f"| {r['dtype']} | {r['GiB']} | {r[default]} | " + " | ".join(cells) + " |")
     stem.with_suffix(".md").write_text("\n".join(lines) + "\n")
     chart(rows, stem.with_suffix(".png"))
     print("\n".join(lines))
@@ -202,8 +224,9 @@ def chart(rows: list[dict], path: Path) -> None:
     for dtype in dict.fromkeys(r["dtype"] for r in rows):
         sub = [r for r in rows if r["dtype"] == dtype]
         sizes = [r["GiB"] for r in sub]
-        for key, style in (("ours", "-o"), ("redistribute", "--s")):
-            ax.plot(sizes, [r["all_to_all"] / r[key] for r in sub], style, label=f"{key} ({dtype})")
+        for key, style, name in (("ours", "-o", "ours"), ("ours_a2a", "-.^", "ours, method all_to_all"),
+                                 ("redistribute", "--s", "DTensor redistribute")):
+            ax.plot(sizes, [r["all_to_all"] / r[key] for r in sub], style, label=f"{name} ({dtype})")
     ax.axhline(0.85, color="grey", lw=0.8, ls=":")
     ax.set_xscale("log", base=2)
     ax.set_xlabel("matrix size (GiB)")

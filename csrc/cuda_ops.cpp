@@ -4,6 +4,7 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
 #include <torch/library.h>
 
 #include <mutex>
@@ -160,6 +161,28 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> smem_access_map(c10::string_view 
   return {as_tensor(map.store, 32), as_tensor(map.load, 32), as_tensor(map.tile, map.cols)};
 }
 
+// dst[i] = src[i] for every index i of dim 0, by one cudaMemcpy2DAsync on the current stream:
+// each row is contiguous, rows lie dst.stride(0) and src.stride(0) elements apart. The copy
+// engine moves them, so no SM is taken: the distributed transpose pulls the blocks another GPU
+// has transposed straight into its rows of the result with it, while its kernels run
+// (python/cute_transpose/distributed.py). Either side may be a peer GPU's memory mapped here.
+void copy_rows_cuda(at::Tensor& dst, at::Tensor const& src) {
+  TORCH_CHECK(dst.dtype() == src.dtype() && dst.sizes() == src.sizes(), "cute_transpose._copy_rows_: dst ",
+              dst.sizes(), " ", dst.dtype(), " and src ", src.sizes(), " ", src.dtype(), " differ");
+  TORCH_CHECK(dst.dim() >= 1 && dst.device() == src.device(), "cute_transpose._copy_rows_: expected tensors of "
+              "rank >= 1 on one device, got ", dst.device(), " and ", src.device());
+  if (dst.numel() == 0) return;
+  TORCH_CHECK(dst[0].is_contiguous() && src[0].is_contiguous() && dst.stride(0) >= dst[0].numel() &&
+                  src.stride(0) >= src[0].numel(),
+              "cute_transpose._copy_rows_: each row must be contiguous and rows must not overlap (dst strides ",
+              dst.strides(), ", src strides ", src.strides(), ")");
+  size_t const esize = dst.element_size();
+  c10::cuda::CUDAGuard guard(dst.device());
+  C10_CUDA_CHECK(cudaMemcpy2DAsync(dst.mutable_data_ptr(), dst.stride(0) * esize, src.const_data_ptr(),
+                                   src.stride(0) * esize, dst[0].numel() * esize, dst.size(0),
+                                   cudaMemcpyDeviceToDevice, c10::cuda::getCurrentCUDAStream()));
+}
+
 }  // namespace
 
 // Host-side analysis, no tensors in: one kernel for every dispatch key.
@@ -178,6 +201,7 @@ TORCH_LIBRARY_IMPL(cute_transpose, CUDA, m) {
   m.impl("permute", &CudaOps::permute);
   m.impl("permute.out", &CudaOps::permute_out);
   m.impl("_permute_with", &permute_with_cuda);
+  m.impl("_copy_rows_", &copy_rows_cuda);
 }
 
 }  // namespace cute_transpose

@@ -228,6 +228,9 @@ TORCH_LIBRARY(cute_transpose, m) {
   // Private: one named kernel of the chooser's candidates (for tuning and tests), the plan and
   // choice in words, the candidates' names, and the ladder's variants in order.
   m.def("_permute_with(Tensor x, int[] dims, str kernel) -> Tensor");
+  // Private: dst[i] = src[i] for each index of dim 0, rows contiguous and strided apart; on CUDA
+  // by the copy engine (the distributed transpose's receive step).
+  m.def("_copy_rows_(Tensor(a!) dst, Tensor src) -> ()");
   m.def("_explain(Tensor x, int[] dims, int arch, str kernel=\"\") -> str", &explain);
   m.def("_kernels() -> str[]", &kernels);
   m.def("_variants() -> str[]", &variants);
@@ -243,6 +246,7 @@ TORCH_LIBRARY_IMPL(cute_transpose, CPU, m) {
   m.impl("permute", &AtenOps::permute);
   m.impl("permute.out", &AtenOps::permute_out);
   m.impl("_permute_with", &permute_with_cpu);
+  m.impl("_copy_rows_", [](at::Tensor& dst, at::Tensor const& src) { dst.copy_(src); });
 }
 
 // Conjugate and negative views (x.conj(), x.conj().imag) keep their sign flip as a bit. torch's

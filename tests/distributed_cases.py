@@ -318,6 +318,77 @@ def distributed_transpose_all_to_all_single(mesh):
 
 
 @case
+def distributed_transpose_methods(mesh):
+    """Both exchanges give the same bits: "symmetric" (the peers' memory written directly, the
+    default on GPUs of one host) and "all_to_all", in several dtypes, trailing dims, a strided
+    input, calls that reuse and grow the workspace, after it is freed, and under autograd. Where
+    "symmetric" cannot run (the CPU), asking for it is a clear error."""
+    from conftest import assert_bits_equal, reference
+    from cute_transpose import distributed
+
+    world, rank = dist.get_world_size(), dist.get_rank()
+    can = mesh.device_type == "cuda" and world > 1
+    if not can:
+        local = torch.zeros(2, 2 * world, device=mesh.device_type)
+        if mesh.device_type == "cpu":
+            try:
+                distributed.transpose(local, method="symmetric")
+            except ValueError as error:
+                assert "not a CUDA GPU" in str(error) and "all_to_all" in str(error), error
+            else:
+                raise AssertionError("method='symmetric' ran on the CPU")
+    if can:  # more slices than the signal pad has channels: refused by "symmetric", run by "auto"
+        local = _full((2, 64 * world), torch.float32, 39, mesh.device_type)
+        try:
+            distributed.transpose(local, method="symmetric", chunks=32)
+        except ValueError as error:
+            assert "chunks=32" in str(error), error
+        else:
+            raise AssertionError("method='symmetric' ran with chunks=32")
+        full = torch.cat([_full((2, 64 * world), torch.float32, 39, mesh.device_type)] * world)
+        ref = reference(full, [1, 0]).split(64)[rank]
+        assert_bits_equal(distributed.transpose(local, chunks=32), ref)
+    try:
+        distributed.transpose(torch.zeros(2, 2 * world, device=mesh.device_type), method="nvlink")
+    except ValueError as error:
+        assert "method='nvlink'" in str(error), error
+    else:
+        raise AssertionError("method='nvlink' was accepted")
+    cases = [((8 * world, 6 * world), torch.float32), ((4 * world, 2 * world, 3), torch.bfloat16),
+             ((16 * world, 32 * world), torch.int8), ((2 * world, 4 * world), torch.complex128),
+             ((64 * world, 40 * world), torch.bool), ((24 * world, 8 * world, 2), torch.float8_e4m3fn),
+             ((128 * world, 96 * world), torch.float16)]  # the last grows the workspace again
+    for seed, (shape, dtype) in enumerate(cases):
+        for method in ("auto", "all_to_all") + (("symmetric",) if can else ()):
+            # Two calls on different data, the first result kept: the second reuses the workspace
+            # (whose slots still hold the first call's blocks) but not the first's output.
+            kept = []
+            for call in range(2):
+                full = _full(shape, dtype, 100 * seed + call, mesh.device_type)
+                local = full.split(shape[0] // world)[rank]
+                ref = reference(full, [1, 0, *range(2, len(shape))]).split(shape[1] // world)[rank]
+                kept.append(distributed.transpose(local, method=method))
+                try:
+                    assert_bits_equal(kept[-1], ref)
+                except Exception as error:
+                    raise AssertionError(f"{dtype} {shape} method={method} call {call}: {error}") from error
+    # A strided input (every other column of a wider matrix), after the workspace is freed.
+    distributed.free_workspace()
+    wide = _full((4 * world, 12 * world), torch.float32, 50, mesh.device_type)
+    full = wide[:, ::2]
+    ref = reference(full, [1, 0]).split(6)[rank]
+    assert_bits_equal(distributed.transpose(full.split(4)[rank], method="auto"), ref)
+    # The gradient goes back through the same method.
+    shape = (6 * world, 4 * world)
+    weight = torch.randn(shape[1], shape[0], generator=torch.Generator().manual_seed(51)).to(mesh.device_type)
+    local = torch.randn(shape[0] // world, shape[1], generator=torch.Generator().manual_seed(52 + rank))
+    local = local.to(mesh.device_type).requires_grad_()
+    mine = weight.split(shape[1] // world)[rank]
+    (distributed.transpose(local) * mine).sum().backward()
+    assert torch.equal(local.grad, weight.transpose(0, 1).split(shape[0] // world)[rank])
+
+
+@case
 def distributed_transpose_plain(mesh):
     """Plain tensors over a process group, with and without the row counts given."""
     from conftest import reference

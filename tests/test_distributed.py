@@ -78,5 +78,10 @@ def test_default_chunks_divide_the_rows():
     assert default_chunks(4096, 8 << 30) == 8
     assert default_chunks(4095, 8 << 30) == 7
     assert default_chunks(4096, 64 << 30) == 8  # at most 8
+    # The symmetric method: slices of 512 MiB.
+    assert default_chunks(4096, 256 << 20, symmetric=True) == 1
+    assert default_chunks(4096, 2 << 30, symmetric=True) == 4
+    assert default_chunks(4096, 8 << 30, symmetric=True) == 8
+    assert default_chunks(4095, 2 << 30, symmetric=True) == 3
     for rows in range(1, 40):
         assert rows % default_chunks(rows, 8 << 30) == 0
