@@ -107,4 +107,16 @@ void check_out(at::Tensor const& x, at::Tensor const& out, at::IntArrayRef sizes
               ": out overlaps the input in memory; pass a separate tensor");
 }
 
+void check_copy_rows(at::Tensor const& dst, at::Tensor const& src) {
+  TORCH_CHECK(dst.dtype() == src.dtype() && dst.sizes() == src.sizes(), "cute_transpose._copy_rows_: dst ",
+              dst.sizes(), " ", dst.dtype(), " and src ", src.sizes(), " ", src.dtype(), " differ");
+  TORCH_CHECK(dst.dim() >= 1 && dst.device() == src.device(), "cute_transpose._copy_rows_: expected tensors of "
+              "rank >= 1 on one device, got ", dst.device(), " and ", src.device());
+  if (dst.numel() == 0) return;
+  TORCH_CHECK(dst[0].is_contiguous() && src[0].is_contiguous() && dst.stride(0) >= dst[0].numel() &&
+                  src.stride(0) >= src[0].numel(),
+              "cute_transpose._copy_rows_: each row must be contiguous and rows must not overlap (dst strides ",
+              dst.strides(), ", src strides ", src.strides(), ")");
+}
+
 }  // namespace cute_transpose

@@ -29,4 +29,8 @@ std::vector<int64_t> permuted_sizes(at::Tensor const& x, at::IntArrayRef perm);
 // A preallocated `out`: contiguous, of `sizes`, x's dtype and device, not overlapping x.
 void check_out(at::Tensor const& x, at::Tensor const& out, at::IntArrayRef sizes, char const* op);
 
+// _copy_rows_: dst and src of one shape, dtype and device, rank >= 1, each index of dim 0 a
+// contiguous row, rows not overlapping.
+void check_copy_rows(at::Tensor const& dst, at::Tensor const& src);
+
 }  // namespace cute_transpose

@@ -167,15 +167,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> smem_access_map(c10::string_view 
 // has transposed straight into its rows of the result with it, while its kernels run
 // (python/cute_transpose/distributed.py). Either side may be a peer GPU's memory mapped here.
 void copy_rows_cuda(at::Tensor& dst, at::Tensor const& src) {
-  TORCH_CHECK(dst.dtype() == src.dtype() && dst.sizes() == src.sizes(), "cute_transpose._copy_rows_: dst ",
-              dst.sizes(), " ", dst.dtype(), " and src ", src.sizes(), " ", src.dtype(), " differ");
-  TORCH_CHECK(dst.dim() >= 1 && dst.device() == src.device(), "cute_transpose._copy_rows_: expected tensors of "
-              "rank >= 1 on one device, got ", dst.device(), " and ", src.device());
+  check_copy_rows(dst, src);
   if (dst.numel() == 0) return;
-  TORCH_CHECK(dst[0].is_contiguous() && src[0].is_contiguous() && dst.stride(0) >= dst[0].numel() &&
-                  src.stride(0) >= src[0].numel(),
-              "cute_transpose._copy_rows_: each row must be contiguous and rows must not overlap (dst strides ",
-              dst.strides(), ", src strides ", src.strides(), ")");
   size_t const esize = dst.element_size();
   c10::cuda::CUDAGuard guard(dst.device());
   C10_CUDA_CHECK(cudaMemcpy2DAsync(dst.mutable_data_ptr(), dst.stride(0) * esize, src.const_data_ptr(),

@@ -246,7 +246,10 @@ TORCH_LIBRARY_IMPL(cute_transpose, CPU, m) {
   m.impl("permute", &AtenOps::permute);
   m.impl("permute.out", &AtenOps::permute_out);
   m.impl("_permute_with", &permute_with_cpu);
-  m.impl("_copy_rows_", [](at::Tensor& dst, at::Tensor const& src) { dst.copy_(src); });
+  m.impl("_copy_rows_", [](at::Tensor& dst, at::Tensor const& src) {
+    check_copy_rows(dst, src);
+    dst.copy_(src);
+  });
 }
 
 // Conjugate and negative views (x.conj(), x.conj().imag) keep their sign flip as a bit. torch's

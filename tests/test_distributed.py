@@ -85,3 +85,32 @@ def test_default_chunks_divide_the_rows():
     assert default_chunks(4095, 2 << 30, symmetric=True) == 3
     for rows in range(1, 40):
         assert rows % default_chunks(rows, 8 << 30) == 0
+
+
+@pytest.mark.parametrize("device", __import__("conftest").DEVICES)
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.complex128])
+def test_copy_rows_writes_each_row_into_its_place(device, dtype):
+    """The private op the symmetric exchange pulls with: rows of a contiguous block copied into
+    rows of a wider, strided destination (on CUDA by the copy engine); the rest of the
+    destination is left as it was."""
+    from conftest import as_bytes, poisoned, random_tensor
+
+    src = random_tensor((37, 5, 3), dtype, device)
+    dst = poisoned((37, 4, 5, 3), dtype, device)
+    before = dst.clone()
+    torch.ops.cute_transpose._copy_rows_(dst[:, 2], src)
+    assert torch.equal(as_bytes(dst[:, 2].contiguous()), as_bytes(src))
+    for other in (0, 1, 3):
+        assert torch.equal(as_bytes(dst[:, other].contiguous()), as_bytes(before[:, other].contiguous()))
+
+
+@pytest.mark.parametrize("device", __import__("conftest").DEVICES)
+def test_copy_rows_refuses_what_it_cannot_copy(device):
+    dst = torch.zeros(4, 8, device=device)
+    with pytest.raises(RuntimeError, match="differ"):
+        torch.ops.cute_transpose._copy_rows_(dst[:, :4], torch.zeros(4, 3, device=device))
+    with pytest.raises(RuntimeError, match="contiguous"):
+        torch.ops.cute_transpose._copy_rows_(dst[:, ::2], torch.zeros(4, 4, device=device))
+    with pytest.raises(RuntimeError, match="overlap"):
+        torch.ops.cute_transpose._copy_rows_(dst.view(-1)[:20].as_strided((4, 8), (2, 1)),
+                                             torch.zeros(4, 8, device=device))
