@@ -185,13 +185,24 @@ _HOSTS: dict[str, bool] = {}
 
 
 def _one_host(group: Any) -> bool:
-    """Whether every rank of ``group`` runs on this host (asked once per group, of every rank)."""
+    """Whether every rank of ``group`` runs on one host, under one kernel (asked once per group,
+    of every rank)."""
     name = group.group_name
     if name not in _HOSTS:
         hosts: list = [None] * dist.get_world_size(group)
-        dist.all_gather_object(hosts, socket.gethostname(), group=group)
+        dist.all_gather_object(hosts, _host_id(), group=group)
         _HOSTS[name] = len(set(hosts)) == 1
     return _HOSTS[name]
+
+
+def _host_id() -> str:
+    """The running kernel's boot id, which containers on one host share and two machines never
+    do (even under one host name); the host name where there is none."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as f:
+            return f.read().strip()
+    except OSError:
+        return socket.gethostname()
 
 
 class _Exchange(torch.autograd.Function):
