@@ -8,8 +8,9 @@ same input in one run (median of --reps, each rank's time the slowest rank's):
 
 - ``all_to_all``: a bare ``all_to_all_single`` of each rank's bytes: the floor, nothing transposed;
 - ``ours``: ``cute_transpose.distributed.transpose`` as it runs by default (on GPUs of one host,
-  the ``"symmetric"`` method: each rank's kernel writes its blocks into the others' memory);
-- ``all_to_all``: the same with ``method="all_to_all"`` (default slicing, each slice count of
+  the ``"symmetric"`` method: each rank's copy engine pulls the blocks the others transposed into
+  their workspaces), and with each slice count of --chunks;
+- ``method all_to_all``: the same with ``method="all_to_all"`` (default slicing, each slice count of
   --chunks, and "self sent": each rank's own block sent to itself through one
   ``all_to_all_single`` per slice instead of skipping the exchange);
 - ``redistribute``: DTensor's own path, ``x.transpose(0, 1).redistribute(mesh, [Shard(0)])``,

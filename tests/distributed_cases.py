@@ -329,16 +329,14 @@ def distributed_transpose_methods(mesh):
     world, rank = dist.get_world_size(), dist.get_rank()
     can = mesh.device_type == "cuda" and world > 1
     assert distributed._one_host(dist.group.WORLD)  # the test's processes share this machine
-    if not can:
-        local = torch.zeros(2, 2 * world, device=mesh.device_type)
-        if mesh.device_type == "cpu":
-            try:
-                distributed.transpose(local, method="symmetric")
-            except ValueError as error:
-                assert "not a CUDA GPU" in str(error) and "all_to_all" in str(error), error
-            else:
-                raise AssertionError("method='symmetric' ran on the CPU")
-    if can:  # more slices than the signal pad has channels: refused by "symmetric", run by "auto"
+    if mesh.device_type == "cpu":
+        try:
+            distributed.transpose(torch.zeros(2, 2 * world), method="symmetric")
+        except ValueError as error:
+            assert "not a CUDA GPU" in str(error) and "all_to_all" in str(error), error
+        else:
+            raise AssertionError("method='symmetric' ran on the CPU")
+    elif can:  # more slices than the signal pad has channels: refused by "symmetric", run by "auto"
         local = _full((2, 64 * world), torch.float32, 39, mesh.device_type)
         try:
             distributed.transpose(local, method="symmetric", chunks=32)

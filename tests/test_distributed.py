@@ -11,6 +11,7 @@ import torch
 import torch.distributed as dist
 
 import distributed_cases
+from conftest import DEVICES
 
 pytestmark = pytest.mark.skipif(not dist.is_available() or not dist.is_gloo_available(),
                                 reason="torch.distributed with gloo is not available")
@@ -87,7 +88,7 @@ def test_default_chunks_divide_the_rows():
         assert rows % default_chunks(rows, 8 << 30) == 0
 
 
-@pytest.mark.parametrize("device", __import__("conftest").DEVICES)
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.complex128])
 def test_copy_rows_writes_each_row_into_its_place(device, dtype):
     """The private op the symmetric exchange pulls with: rows of a contiguous block copied into
@@ -104,7 +105,7 @@ def test_copy_rows_writes_each_row_into_its_place(device, dtype):
         assert torch.equal(as_bytes(dst[:, other].contiguous()), as_bytes(before[:, other].contiguous()))
 
 
-@pytest.mark.parametrize("device", __import__("conftest").DEVICES)
+@pytest.mark.parametrize("device", DEVICES)
 def test_copy_rows_refuses_what_it_cannot_copy(device):
     dst = torch.zeros(4, 8, device=device)
     with pytest.raises(RuntimeError, match="differ"):

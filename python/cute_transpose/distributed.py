@@ -107,8 +107,9 @@ def transpose_local(x: Tensor, group: Optional[dist.ProcessGroup] = None, *,
     ``chunks`` (the slice count; by default from the size and the method, `default_chunks`)
     must divide this rank's result rows; shards of different sizes move in one slice whatever
     it says.
-    ``method``: ``"symmetric"`` (each rank writes its blocks straight into the others' memory;
-    CUDA tensors, NCCL, every rank on one host), ``"all_to_all"`` (NCCL or gloo collectives), or
+    ``method``: ``"symmetric"`` (each rank's copy engine pulls the blocks the others transposed
+    straight into its result; CUDA tensors, NCCL, every rank on one host), ``"all_to_all"``
+    (NCCL or gloo collectives), or
     ``"auto"``: ``"symmetric"`` where it can run and the shards are even, else ``"all_to_all"``.
 
     Differentiable: the gradient is the same exchange the other way, ``rows`` and ``cols``
@@ -143,7 +144,7 @@ METHODS = ("auto", "symmetric", "all_to_all")
 
 
 def _use_symmetric(x: Tensor, group: Any, method: str, even: bool, chunks: Optional[int] = None) -> bool:
-    """Whether the exchange writes into the peers' memory (see the module's docstring). The
+    """Whether the exchange pulls from the peers' memory (see the module's docstring). The
     answer is the same on every rank: it depends on the arguments, which every rank passes
     alike, and on `_one_host`, which asks every rank once per group."""
     if method not in METHODS:
@@ -303,8 +304,8 @@ _COPY_ENGINE_MIN_ROW_BYTES = 256
 _copy_rows = torch.ops.cute_transpose._copy_rows_.default
 
 
-# Each group's symmetric workspace on each device: (bytes, tensor, handle).
-_WORKSPACES: dict[tuple[str, int], tuple[int, Tensor, Any]] = {}
+# Each group's symmetric workspace on each device: (tensor, handle).
+_WORKSPACES: dict[tuple[str, int], tuple[Tensor, Any]] = {}
 _COPY_STREAMS: dict[int, Any] = {}
 
 
@@ -313,7 +314,7 @@ def _workspace(group: Any, device: torch.device, nbytes: int) -> Any:
     ``group``, grown (on every rank together) when a call needs more."""
     key = (group.group_name, device.index)
     held = _WORKSPACES.get(key)
-    if held is None or held[0] < nbytes:
+    if held is None or held[0].numel() < nbytes:
         symm_mem = _symm_mem()
         if held is not None:  # the last call may still be reading it on the GPU
             torch.cuda.synchronize(device)
@@ -324,9 +325,9 @@ def _workspace(group: Any, device: torch.device, nbytes: int) -> Any:
                 warnings.simplefilter("ignore", FutureWarning)
                 symm_mem.enable_symm_mem_for_group(group.group_name)
         tensor = symm_mem.empty(nbytes, dtype=torch.uint8, device=device)
-        held = (nbytes, tensor, symm_mem.rendezvous(tensor, group.group_name))
+        held = (tensor, symm_mem.rendezvous(tensor, group.group_name))
         _WORKSPACES[key] = held
-    return held[2]
+    return held[1]
 
 
 def free_workspace() -> None:
@@ -432,8 +433,8 @@ def transpose(x: Any, group: Optional[dist.ProcessGroup] = None, *, chunks: Opti
       see `transpose_local`.
 
     Compared with ``x.transpose(0, 1).redistribute(mesh, [Shard(0)])``, each rank transposes its
-    rows once, straight into the other ranks' memory (``method="symmetric"``, GPUs of one host) or
-    into the all-to-all's send buffer (``"all_to_all"``). ``chunks`` and ``method``: see
+    rows once, into a workspace the other ranks pull from (``method="symmetric"``, GPUs of one
+    host) or into the all-to-all's send buffer (``"all_to_all"``). ``chunks`` and ``method``: see
     `transpose_local`."""
     from torch.distributed.tensor import DTensor, Shard
 
