@@ -71,10 +71,13 @@ LENT_MARGIN = 1.1
 # Small work (the class key's ".s": under 2^20 elements) runs ATen's copy whatever its class's
 # scores (csrc/choose.cpp, kSmallWork, has the measurements), but for the copy route's rows in
 # vectors wider than the element, from an unbroadcast input, which run "rows" (small_rows()
-# there; SMALL_ROWS here): such classes rank "aten" alone, or "rows" then "aten", with the
-# scores' order in their note, and stay out of the .inc table (the chooser never reads them).
+# there; SMALL_ROWS here), and for full tiles in 16-byte vectors from an unbroadcast input, which
+# run "tile" from 2^19 elements (small_tiles(); SMALL_TILES): such classes rank "aten" alone,
+# or "rows" or "tile" then "aten", with the scores' order in their note, and stay out of the
+# .inc table (the chooser never reads them).
 SMALL_WORK = ".s"
 SMALL_ROWS = re.compile(r"^c\.e(\d+)\.o\d\.w(\d+)\.s$")  # its element size, then its vector width
+SMALL_TILES = re.compile(r"^t\.e\d+\.o\d\.i\d\.w16(\.I[eg]?)?\.s$")  # no fill bucket, no broadcast
 FAMILY = ".*"  # the suffix of a family's key in the table (family())
 BROADCAST = re.compile(r"\.b(?=\.|$)")  # a class key's broadcast flag
 INC_LINE = re.compile(r'^\{"((?:[^"\\]|\\.)*)", "((?:[^"\\]|\\.)*)"\},(?:\s*//.*)?$')
@@ -411,9 +414,12 @@ def rank(c: ClassResult, rows: list[dict]) -> None:
 
 def small_work_ranking(key: str) -> list[str]:
     """What a small-work class runs (SMALL_WORK): "rows" on the copy route where its vectors are
-    wider than the element and the input has no broadcast dim, else ATen's copy."""
+    wider than the element and the input has no broadcast dim; "tile" (from 2^19 elements) where
+    its tiles are full in 16-byte vectors and the input has no broadcast dim; else ATen's copy."""
     rows = SMALL_ROWS.match(key)
-    return ["rows", "aten"] if rows and int(rows.group(2)) > int(rows.group(1)) else ["aten"]
+    if rows and int(rows.group(2)) > int(rows.group(1)):
+        return ["rows", "aten"]
+    return ["tile", "aten"] if SMALL_TILES.match(key) else ["aten"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -446,8 +452,8 @@ def inc_text(classes: list[ClassResult], meta: dict) -> str:
              "rerun bench/tune.py."]
     if meta.get("chooser") == "fake":
         lines.append("// FAKE chooser (--fake): a plumbing test, not a table to commit.")
-    lines.append(f"// Small-work classes (\"{SMALL_WORK}\") are left out: they run ATen's copy, or rows "
-                 "(choose.cpp, kSmallWork, small_rows()).")
+    lines.append(f"// Small-work classes (\"{SMALL_WORK}\") are left out: they run ATen's copy, rows or tile "
+                 "(choose.cpp, kSmallWork, small_rows(), small_tiles()).")
     lines.append(f"// Keys ending in \"{FAMILY}\" are families: what a class the table lacks runs "
                  "(tune_table.py, family(), LENT_MARGIN).")
     lines += [inc_line(c) for c in classes if c.winner and not c.key.endswith(SMALL_WORK)]

@@ -234,6 +234,17 @@ def test_summary_statistics():
     assert s.tuned == {}  # no autotuned column
 
 
+def test_summary_shares_over_long_cells_leave_out_cells_whose_clone_is_short():
+    # the ratios are what counts; the clone's time only sorts the cell in or out
+    long = rows_of("TTC", "long", {"clone": 1, "compile": 0.9, "permute": 0.85})
+    short = rows_of("random", "short", {"clone": 1, "compile": 0.1, "permute": 0.8})
+    for r in short:
+        r.ms = r.ms * summary.LONG_CELL_MS / 2  # a few microseconds
+    s = summary.summarize(long + short, ("clone", "compile", "permute"))
+    assert (s.shares["compile"].compared, s.shares["compile"].near) == (2, 1)
+    assert (s.long["compile"].compared, s.long["compile"].near) == (1, 0)
+
+
 def test_summary_of_the_autotuned_column():
     results = (rows_of("TTC", "a", {"clone": 1, "eager": 0.5, "compile": 0.9, "permute": 0.8, "autotuned": 0.95})
                + rows_of("TTC", "b", {"clone": 1, "eager": 0.6, "compile": 0.7, "permute": 0.65,
@@ -285,12 +296,16 @@ def test_tune_grid_of_one_view_kind():
 
 
 def test_small_work_classes_run_aten_or_rows_and_stay_out_of_the_table():
-    results = tune_rows("t.e4.o3.i3.w16.s", {"tile": 1.5, "aten": 1.0}) + tune_rows("t.e4.o3.i3.w16", {"tile": 1.5, "aten": 1.0})
+    results = tune_rows("t.e4.o3.i3.w4.s", {"tile": 1.5, "aten": 1.0}) + tune_rows("t.e4.o3.i3.w16", {"tile": 1.5, "aten": 1.0})
+    for key in ("t.e4.o3.i3.w16.s", "t.e4.o3.i3.w16.f1.s", "t.e4.o3.i3.w16.b.s"):  # full tiles; 60-90% full; broadcast
+        results += tune_rows(key, {"tile": 0.9, "aten": 1.0})
     for key in ("c.e2.o3.w16.s", "c.e4.o3.w4.s", "c.e2.o3.w16.b.s"):  # wide rows; rows of one element; broadcast
         results += tune_rows(key, {"rows": 0.9, "aten": 1.0})
     classes = {c.key: c for c in tune_table.aggregate(results, ("tile", "rows", "aten"))}
-    assert classes["t.e4.o3.i3.w16.s"].ranking == ["aten"] and "by score tile,aten" in classes["t.e4.o3.i3.w16.s"].note
+    assert classes["t.e4.o3.i3.w4.s"].ranking == ["aten"] and "by score tile,aten" in classes["t.e4.o3.i3.w4.s"].note
     assert classes["t.e4.o3.i3.w16"].ranking == ["tile", "aten"]
+    assert classes["t.e4.o3.i3.w16.s"].ranking == ["tile", "aten"]  # whatever its scores (small_tiles, from 2^19)
+    assert classes["t.e4.o3.i3.w16.f1.s"].ranking == classes["t.e4.o3.i3.w16.b.s"].ranking == ["aten"]
     assert classes["c.e2.o3.w16.s"].ranking == ["rows", "aten"]  # whatever its scores (csrc/choose.cpp, small_rows)
     assert classes["c.e4.o3.w4.s"].ranking == classes["c.e2.o3.w16.b.s"].ranking == ["aten"]
     meta = {"device_name": "GPU", "torch": "2.14", "date": "2026-01-01", "chooser": "cute_transpose"}

@@ -13,7 +13,7 @@ import torch
 
 import box_model
 import cute_transpose
-from conftest import ONE_PER_SIZE, assert_bits_equal, call, dtype_id, needs_cuda, random_tensor
+from conftest import ONE_PER_SIZE, assert_bits_equal, call, dtype_id, needs_cuda, random_tensor, run_poisoned
 
 KERNELS = cute_transpose.KERNELS
 TILE_SHAPES = ("square", "tall", "wide", "narrow", "short", "large", "column")  # _permute_with(x, dims, "tile/<shape>")
@@ -437,7 +437,7 @@ def test_explain_names_the_shapes_own_class_and_the_table_entry_it_used(shape, d
     info = cute_transpose.explain(torch.empty(shape, dtype=dtype), dims)["cuda"]
     own = info["class"]
     if own.endswith(".s"):  # small work never reaches the table
-        assert info["kernel"] in ("aten", "rows") and info["reason"].startswith("small work: "), info
+        assert info["kernel"] in ("aten", "rows", "tile") and info["reason"].startswith("small work: "), info
     elif own in keys:
         assert info["reason"].startswith(f"tuned for sm_90: class {own} ranks "), info
     elif info["reason"].startswith("tuned"):  # its family's entry
@@ -496,6 +496,29 @@ def test_small_work_runs_rows_where_its_vectors_are_wider_than_the_element(make,
     assert info["kernel"] == kernel, info
     for arch in (0, 80):  # GPUs without a table: the same rule (it comes before the table)
         assert json.loads(torch.ops.cute_transpose._explain(make(), list(dims), arch, ""))["kernel"] == kernel
+
+
+@pytest.mark.parametrize("make, dims, kernel", [
+    (lambda: torch.empty(8, 12, 128, 64, dtype=torch.bfloat16), (0, 1, 3, 2), "tile"),  # attention keys transposed
+    (lambda: torch.empty(768, 768, dtype=torch.uint8), (1, 0), "tile"),                  # 589824 elements, full tiles
+    (lambda: torch.empty(4, 12, 128, 64, dtype=torch.bfloat16), (0, 1, 3, 2), "aten"),   # 2^18.6 elements: too few
+    (lambda: torch.empty(4, 12, 197, 64), (0, 1, 3, 2), "aten"),                         # tiles 77% full
+    (lambda: torch.empty(8, 12, 128, 63, dtype=torch.bfloat16), (0, 1, 3, 2), "aten"),   # rows off the 16-byte grid
+    (lambda: torch.empty(8, 1, 128, 64, dtype=torch.bfloat16).expand(8, 12, 128, 64), (0, 1, 3, 2), "aten"),  # broadcast
+])
+def test_small_work_runs_tile_from_2_19_elements_where_its_tiles_are_full_in_16_byte_vectors(make, dims, kernel):
+    info = cute_transpose.explain(make(), dims)["cuda"]
+    assert info["class"].endswith(".s") and info["reason"].startswith("small work: "), info
+    assert info["kernel"] == kernel, info
+    assert ("run tile" in info["reason"]) == (kernel == "tile"), info
+    for arch in (0, 80):  # GPUs without a table: the same rule (it comes before the table)
+        assert json.loads(torch.ops.cute_transpose._explain(make(), list(dims), arch, ""))["kernel"] == kernel
+    if torch.cuda.is_available():  # and what runs there is bit-exact, every element written
+        shape = make().shape
+        x = random_tensor(shape, make().dtype, "cuda")
+        x = x[tuple(slice(0, 1) if make().stride(d) == 0 else slice(None) for d in range(x.dim()))].expand(shape)
+        out = run_poisoned(lambda t: cute_transpose.permute(t, dims), x, [shape[d] for d in dims])
+        assert_bits_equal(out, reference(x, dims))
 
 
 def test_interleave_leaves_batches_of_tiny_matrices_to_others():
