@@ -49,7 +49,7 @@ import torch  # noqa: E402
 from bench import cases, ops  # noqa: E402
 from bench.harness import (Progress, Result, do_bench_timer, ext, host_loop_timer,  # noqa: E402
                            perf_counter_timer, run_cell, run_cells, sigterm_as_interrupt)
-from bench.report import Section, render_markdown, write_outputs  # noqa: E402
+from bench.report import Section, load_run, render_markdown, write_outputs  # noqa: E402
 from bench.sweep_cases import sweep_cells  # noqa: E402
 
 # Sweep cells whose fastest op takes less than this many ms are timed in more rounds
@@ -107,6 +107,10 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     only.add_argument("--sweep-only", action="store_true", help="only the sweep")
     p.add_argument("--no-permute", action="store_true", help="skip the permutation rows")
     p.add_argument("--no-sweep", action="store_true", help="skip the sweep")
+    p.add_argument("--render", type=Path, metavar="RUN.json",
+                   help="measure nothing: write the report, JSON and charts of a saved run again "
+                        "with this code (to --out, default bench/results), e.g. after a change "
+                        "to the report")
     args = p.parse_args(argv)
     if (args.permute_only and args.no_permute) or (args.sweep_only and args.no_sweep):
         p.error("an --X-only option contradicts --no-X")
@@ -253,9 +257,32 @@ def setup_device(dry_run: bool) -> tuple[torch.device, str]:
     return device, torch.cuda.get_device_name(device)
 
 
+def section_specs(key: str, dry_run: bool) -> list[ops.OpSpec]:
+    """Every op a section can run (a saved run keeps those it has rows of)."""
+    if key == "cpu":
+        return ops.cpu_row_ops()
+    if key == "matrix":
+        return ops.select_matrix_ops(None, dry_run)
+    if key == "permute":
+        return ops.permute_ops(dry_run)
+    return ops.sweep_ops(dry_run, ops.DynamicCompiles())
+
+
+def render(run: Path, out: Path) -> int:
+    """--render: a saved run's report, JSON and charts, written again by this code."""
+    meta, sections, tiny = load_run(run, section_specs)
+    markdown = render_markdown(meta, sections, tiny)
+    print(markdown)
+    for path in write_outputs(out, meta, sections, tiny, markdown):
+        print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    if args.render:
+        return render(args.render, args.out)
     if not args.dry_run and not torch.cuda.is_available():
         print("bench.py: no CUDA GPU on this machine, so this is the CPU demo instead: every "
               "section on tiny shapes, checked bit-exactly against torch and timed on the CPU, "

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional
 
-from bench.cases import GOAL_TEXT, TINY_SHAPE, Cell, dims_text, shape_text
+from bench.cases import GOAL_TEXT, TINY_SHAPE, Cell, View, dims_text, shape_text
 from bench.harness import OpSpec, Result
 from bench.summary import Row, by_cell, geomean, goal_met, ratio
 from bench import sweep_report
@@ -251,6 +251,44 @@ def payload(meta: dict, sections: dict[str, Section], tiny: list[Result]) -> dic
     if "cpu" in sections:
         out["cpu_rows"] = [result_json(r) for r in sections["cpu"].results]
     return out
+
+
+# Where each section's rows sit in the JSON (payload()).
+SECTION_ROWS = {"cpu": "cpu_rows", "matrix": "results", "permute": "permute", "sweep": "sweep"}
+
+
+def result_of(row: dict) -> Result:
+    """One JSON row (result_json) as the Result it was written from."""
+    cell = Cell(row["section"], row["case"], tuple(row["shape"]), tuple(row["dims"]), row["dtype"],
+                View(**row["view"]), row["group"])
+    return Result(cell, row["op"], row["status"], row["ms"], row["gbps"], row["ratio"], row["detail"],
+                  row["first_s"], row["explain"])
+
+
+def load_run(path: Path, specs_of: Callable[[str, bool], list[OpSpec]]) -> tuple[dict, dict[str, Section], list[Result]]:
+    """A saved run (the JSON write_outputs wrote) as the meta, sections and 256x256 rows it was
+    written from, so that its report can be written again by this code without measuring
+    anything. specs_of(section key, dry run) gives a section's op list; the ops that have rows
+    are kept, in its order."""
+    data = json.loads(Path(path).read_text())
+    meta = data["meta"]
+    sections: dict[str, Section] = {}
+    for key, name in SECTION_ROWS.items():
+        if name not in data:
+            continue
+        results = [result_of(row) for row in data[name]]
+        ran = {r.op for r in results}
+        cells = list(dict.fromkeys(r.cell for r in results))
+        s = Section(key, cells, [spec for spec in specs_of(key, meta["dry_run"]) if spec.name in ran],
+                    meta["timing"].get(key, ""), results)
+        if key == "permute":
+            s.skipped = (data.get("permute_goal") or {}).get("skipped") or ""
+        if key == "sweep":
+            summary = data.get("sweep_summary") or {}
+            s.notes = {k: summary[k] for k in ("first_call_s", "compile_graphs") if k in summary}
+        sections[key] = s
+    tiny = [result_of(row) for row in data.get("tiny", [])]
+    return meta, sections, tiny
 
 
 def sanitize(name: str) -> str:

@@ -146,6 +146,8 @@ def summary_json(results) -> dict:
         "geomean_ratio": s.geomeans,
         "shares": {p: share(v) for p, v in s.shares.items()},
         "autotuned_shares": {p: share(v) for p, v in s.tuned.items()},
+        "long_cell_ms": LONG_CELL_MS,
+        "long_shares": {p: share(v) for p, v in s.long.items()},
         "tolerance": TOLERANCE,
         "classes": [{"group": c.group, "cells": c.cells, "geomean_ratio": c.geomeans,
                      "shares": {p: share(v) for p, v in c.shares.items()}} for c in s.classes],

@@ -429,6 +429,22 @@ def test_a_stopped_benchmark_writes_the_cells_it_measured(tmp_path, monkeypatch)
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # put back
 
 
+def test_a_saved_run_renders_again_to_the_same_report_and_json(tmp_path, monkeypatch):
+    # --render measures nothing: from a run's JSON it writes the same report and JSON (every
+    # section of the CPU demo, the 256x256 rows included), so a change to the report can be
+    # applied to a saved run. The full-size CPU rows are cut to one small cell here.
+    import json
+    from bench import bench
+    monkeypatch.setattr(cases, "cpu_cells", lambda: [Cell("cpu", "small", (64, 48), (1, 0), "float32")])
+    assert bench.main(["--dry-run", "--out", str(tmp_path / "run")]) == 0
+    saved = tmp_path / "run" / "CPU_dry-run.json"
+    assert bench.main(["--render", str(saved), "--out", str(tmp_path / "again")]) == 0
+    for name in ("CPU_dry-run.md", "CPU_dry-run.json"):
+        assert (tmp_path / "again" / name).read_text() == (tmp_path / "run" / name).read_text(), name
+    sections = {k for k in ("cpu_rows", "results", "tiny", "permute", "sweep") if json.loads(saved.read_text()).get(k)}
+    assert sections == {"cpu_rows", "results", "tiny", "permute", "sweep"}
+
+
 def test_tune_breaks_ties_by_preference():
     # padded is 1% ahead of tile: within the run-to-run spread, so tile (vectorized) ranks first
     results = tune_rows("t", {"padded": 0.95, "tile": 0.94, "aten": 0.40})
