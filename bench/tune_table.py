@@ -8,6 +8,7 @@ import collections
 import dataclasses
 import gzip
 import json
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -78,6 +79,7 @@ LENT_MARGIN = 1.1
 SMALL_WORK = ".s"
 SMALL_ROWS = re.compile(r"^c\.e(\d+)\.o\d\.w(\d+)\.s$")  # its element size, then its vector width
 SMALL_TILES = re.compile(r"^t\.e\d+\.o\d\.i\d\.w16(\.I[eg]?)?\.s$")  # no fill bucket, no broadcast
+SMALL_TILES_FROM = 2 ** 19  # elements (choose.cpp, kSmallTilesFrom)
 FAMILY = ".*"  # the suffix of a family's key in the table (family())
 BROADCAST = re.compile(r"\.b(?=\.|$)")  # a class key's broadcast flag
 INC_LINE = re.compile(r'^\{"((?:[^"\\]|\\.)*)", "((?:[^"\\]|\\.)*)"\},(?:\s*//.*)?$')
@@ -281,6 +283,12 @@ def picked(row: dict, ranking: list[str], kernels: tuple[str, ...]) -> Optional[
     return ok[pick] / max(ok.values()), ok[pick] / ok["aten"] if "aten" in ok else None
 
 
+def elements(cell) -> int:
+    """A tuning shape's element count: a Cell's (a run being measured), or a saved row's (its
+    key, saved_results(): case, shape, dims, dtype, view)."""
+    return math.prod(cell.shape if hasattr(cell, "shape") else cell[1])
+
+
 def members_by_class(cells: dict) -> dict[str, list]:
     """The cells of each class key (cells without one are left out)."""
     members: dict[str, list] = collections.defaultdict(list)
@@ -299,6 +307,9 @@ def holdout(results: Iterable, kernels: tuple[str, ...]) -> Holdout:
     for key, held in members.items():
         pool = list(dict.fromkeys(k for near in (key, *neighbours(key)) for k in kin.get(near, ())))
         for cell in held:
+            if key.endswith(SMALL_WORK):  # the chooser's rule, whatever the other shapes did
+                picks.append(picked(cells[cell], small_work_ranking(key, elements(cell)), kernels))
+                continue
             others = [r for k in pool for c in members.get(k, ()) if c != cell for r in cells[c].values()]
             ranking = {c.key: c.ranking for c in aggregate(others, kernels)}.get(key, ["aten"])
             picks.append(picked(cells[cell], ranking, kernels))
@@ -410,16 +421,20 @@ def rank(c: ClassResult, rows: list[dict]) -> None:
         c.note = "; ".join(filter(None, [c.note, "slower than aten " + ", ".join(lost)]))
     if c.key.endswith(SMALL_WORK) and c.ranking:
         c.ranking, c.lent, c.note = small_work_ranking(c.key), [], f"small work; by score {','.join(c.ranking)}"
+        if SMALL_TILES.match(c.key):
+            c.note += f"; tile from {SMALL_TILES_FROM} elements, ATen's copy below"
 
 
-def small_work_ranking(key: str) -> list[str]:
+def small_work_ranking(key: str, elements: Optional[int] = None) -> list[str]:
     """What a small-work class runs (SMALL_WORK): "rows" on the copy route where its vectors are
-    wider than the element and the input has no broadcast dim; "tile" (from 2^19 elements) where
-    its tiles are full in 16-byte vectors and the input has no broadcast dim; else ATen's copy."""
+    wider than the element and the input has no broadcast dim; "tile" where its tiles are full in
+    16-byte vectors and the input has no broadcast dim, from SMALL_TILES_FROM elements (a shape
+    of `elements`; the class as a whole ranks "tile" first); else ATen's copy."""
     rows = SMALL_ROWS.match(key)
     if rows and int(rows.group(2)) > int(rows.group(1)):
         return ["rows", "aten"]
-    return ["tile", "aten"] if SMALL_TILES.match(key) else ["aten"]
+    tiles = SMALL_TILES.match(key) and (elements is None or elements >= SMALL_TILES_FROM)
+    return ["tile", "aten"] if tiles else ["aten"]
 
 
 # --------------------------------------------------------------------------------------------

@@ -595,6 +595,21 @@ def test_holdout_ranks_each_shape_without_it():
     assert tune_table.holdout(results + unclassed, ("split", "aten")).shapes == 4
 
 
+def test_holdout_runs_small_work_by_the_choosers_rule_and_its_size():
+    # Small work runs the chooser's rule, not a ranking: a class of full 16-byte-vector tiles
+    # runs tile from 2^19 elements and ATen's copy below, whatever the class's scores.
+    def rows(shape):
+        cell = Cell("tune", f"s{shape}", shape, (1, 0), "float32")
+        return [Result(cell, "clone", "ok", ms=1.0, ratio=1.0, explain={"class": "t.e4.o4.i4.w16.s", "kernel": "b"}),
+                Result(cell, "tile", "ok", ms=1 / 1.5, ratio=1.5), Result(cell, "aten", "ok", ms=1.0, ratio=1.0)]
+    results = rows((1024, 640)) + rows((256, 256))  # 2^19.3 and 2^16 elements
+    h = tune_table.holdout(results, ("tile", "aten"))
+    assert h.shapes == 2 and h.vs_aten == pytest.approx(1.5 ** 0.5) and h.vs_best == pytest.approx((1 / 1.5) ** 0.5)
+    saved = [tune_table.SavedResult((r.cell.name, r.cell.shape, r.cell.dims, r.cell.dtype, ""), r.op, r.status, r.ratio,
+                                    r.explain) for r in results]  # the same from a saved run's rows
+    assert tune_table.holdout(saved, ("tile", "aten")).vs_aten == pytest.approx(1.5 ** 0.5)
+
+
 def test_class_holdout_runs_a_class_left_out_of_the_table_by_its_family():
     kernels = ("tile", "gather", "aten")
     results = []
