@@ -589,6 +589,16 @@ std::optional<Choice> small_rows(Plan const& plan, Device const& device) {
 // ATen's copy 8.5 us, `tile` 6.1 us.
 constexpr int64_t kSmallTilesFrom = int64_t(1) << 19;
 
+// The tile kernel's own choice of width and shape (force()), which classify() also takes: no
+// class key on small work's path, whose host time counts.
+std::optional<Choice> small_tiles(Plan const& plan, Device const& device) {
+  if (plan.copy_route() || plan.elements < kSmallTilesFrom || broadcast_input(plan)) return std::nullopt;
+  auto c = force(plan, Kernel::Tile, device, nullptr);
+  if (!c || c->width != 16) return std::nullopt;
+  Problem const& p = *c->problem;
+  return fill_bucket(tile_fill(p.rows, p.cols, tile_dims(p.element_size, c->width, c->shape))) == 0 ? c : std::nullopt;
+}
+
 Class classify(Plan const& plan) {
   int64_t const E = plan.element_size;
   Class c{plan.copy_route(), int(E), bucket(plan.dims[plan.m].size * E),
@@ -606,13 +616,6 @@ Class classify(Plan const& plan) {
     c.gaps = fit.gaps;
   }
   return c;
-}
-
-std::optional<Choice> small_tiles(Plan const& plan, Device const& device) {
-  if (plan.copy_route() || plan.elements < kSmallTilesFrom) return std::nullopt;
-  Class const cls = classify(plan);
-  if (cls.width != 16 || cls.fill != 0 || cls.broadcast) return std::nullopt;
-  return force(plan, Kernel::Tile, device, nullptr);
 }
 
 // The table entries a class the table lacks looks up, in order: its family -- the tuning shapes
