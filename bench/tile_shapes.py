@@ -3,6 +3,7 @@
 shape the chooser picks (csrc/choose.cpp, tile_shape): the measurement behind that rule.
 
     PYTHONPATH=python python3 bench/tile_shapes.py [--shapes 360] [--seed 7] [--out FILE.json]
+    PYTHONPATH=python python3 bench/tile_shapes.py --small [--shapes 300] [--seed 8]
 
 Each shape: an element size of 1-16 bytes (in turn), m and n of 8-4096 elements (log-uniform,
 whole 16-byte vectors), a batch that brings the tensor to 64-256 MiB, as (B, m, n) permuted
@@ -10,6 +11,11 @@ whole 16-byte vectors), a batch that brings the tensor to 64-256 MiB, as (B, m, 
 tile shape (tiles at least a quarter full) is checked bit-exactly and timed beside clone
 (do_bench median, L2 flushed). The summary: the geomean over the grid of each shape's time and
 of the chooser's pick as a share of the best shape's speed on each tensor.
+
+--small: small work instead, 2^16-2^20 elements with m and n of 8-2048, and two more
+candidates: the Small tile shape (a quarter of the square tile) and ATen's copy, which small
+work runs unless csrc/choose.cpp (small_tiles) says otherwise. The summary adds each candidate's
+speed against ATen's copy by element count (the measurement behind small_tiles).
 """
 
 from __future__ import annotations
@@ -30,21 +36,23 @@ import torch
 from bench.harness import Progress, do_bench_timer, ext, random_input, same_bits
 
 SHAPES = ("square", "tall", "wide", "narrow", "short")
+SMALL_SHAPES = SHAPES + ("small",)
 DTYPES = (torch.uint8, torch.bfloat16, torch.float32, torch.float64, torch.complex128)
 
 
-def grid(count: int, seed: int) -> list[tuple[tuple[int, ...], tuple[int, ...], torch.dtype]]:
-    """(shape, dims, dtype) of `count` random batched transposes."""
+def grid(count: int, seed: int, small: bool = False) -> list[tuple[tuple[int, ...], tuple[int, ...], torch.dtype]]:
+    """(shape, dims, dtype) of `count` random batched transposes: 64-256 MiB, or with `small`
+    2^16-2^20 elements."""
     rng = random.Random(seed)
     cells = []
     for i in range(count):
         dtype = DTYPES[i % len(DTYPES)]
         E = torch.empty((), dtype=dtype).element_size()
         V = max(1, 16 // E)
-        elements = 2 ** rng.uniform(26, 28) / E
+        elements = 2 ** rng.uniform(16, 20) if small else 2 ** rng.uniform(26, 28) / E
 
         def side() -> int:
-            return max(V, round(2 ** rng.uniform(3, 12) / V) * V)
+            return max(V, round(2 ** rng.uniform(3, 11 if small else 12) / V) * V)
         m, n = side(), side()
         while m * n > elements:
             m = max(V, m // 2 // V * V)
@@ -66,20 +74,28 @@ def picked_shape(x: torch.Tensor, dims: Sequence[int]) -> Optional[str]:
     return next((s for s in SHAPES if f" {s} tile" in config), None)
 
 
-def measure(count: int, seed: int) -> list[dict]:
-    ext()
+def chosen(info: dict) -> str:
+    """What permute runs, in the names of `ratios`: "aten", a tile shape, or another kernel."""
+    info = info.get("cuda", info)
+    if info["kernel"] != "tile":
+        return info["kernel"]
+    return next((s for s in SMALL_SHAPES if f" {s} tile" in info["config"]), "tile")
+
+
+def measure(count: int, seed: int, small: bool = False) -> list[dict]:
+    cute_transpose = ext()
     device = torch.device("cuda")
     timer = do_bench_timer(8, 30)
     rows = []
     progress = Progress(count)
-    for shape, dims, dtype in grid(count, seed):
+    for shape, dims, dtype in grid(count, seed, small):
         progress.start(f"{shape} {dims} {dtype}")
         x = random_input(shape, dtype, device)
         expected = x.permute(dims)
         clone_ms = timer(lambda: x.clone())
         ratios = {}
-        for s in SHAPES:
-            name = f"tile/{s}"
+        for s in (SMALL_SHAPES + ("aten",)) if small else SHAPES:
+            name = s if s == "aten" else f"tile/{s}"
             try:
                 out = torch.ops.cute_transpose._permute_with(x, list(dims), name)
             except RuntimeError:  # tiles less than a quarter full, or no vectors fit
@@ -89,42 +105,73 @@ def measure(count: int, seed: int) -> list[dict]:
             del out
             ratios[s] = clone_ms / timer(lambda name=name: torch.ops.cute_transpose._permute_with(x, list(dims), name))
         rows.append({"shape": shape, "dims": dims, "dtype": str(dtype).removeprefix("torch."),
-                     "picked": picked_shape(x.to("meta"), dims), "ratios": ratios})
+                     "picked": picked_shape(x.to("meta"), dims), "ratios": ratios,
+                     "chosen": chosen(cute_transpose.explain(x, list(dims)))})
         del x, expected
         progress.done()
     progress.close()
     return rows
 
 
-def summary(rows: list[dict]) -> str:
+def geomean(xs: list[float]) -> float:
+    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
+
+
+def small_summary(rows: list[dict]) -> str:
+    """--small: each candidate's speed against ATen's copy (geomean, and how many shapes ran it
+    more than 5% slower), by element count: under 2^18, 2^18-2^19, 2^19-2^20."""
+    out = ["", "Against ATen's copy (geomean of speed ratios; shapes more than 5% slower):", "",
+           "| elements | shapes | " + " | ".join(SMALL_SHAPES) + " | best tile shape |",
+           "|---|---:|" + "---:|" * (len(SMALL_SHAPES) + 1)]
+    for lo, hi in ((0, 18), (18, 19), (19, 20)):
+        band = [r for r in rows if "aten" in r["ratios"] and 2 ** lo <= math.prod(r["shape"]) < 2 ** hi]
+        cells = []
+        for s in SMALL_SHAPES + ("best",):
+            vs = [(max(v for k, v in r["ratios"].items() if k != "aten") if s == "best" else r["ratios"][s])
+                  / r["ratios"]["aten"] for r in band if (s in r["ratios"] or (s == "best" and len(r["ratios"]) > 1))]
+            cells.append(f"{geomean(vs):.2f} ({sum(v < 0.95 for v in vs)}/{len(vs)})")
+        out.append(f"| {f'2^{lo}-2^{hi}' if lo else f'under 2^{hi}'} | {len(band)} | " + " | ".join(cells) + " |")
+    picks = [r["ratios"][r["chosen"]] / r["ratios"]["aten"] for r in rows
+             if "aten" in r["ratios"] and r["chosen"] in r["ratios"]]
+    tiles = [v for r, v in zip([r for r in rows if "aten" in r["ratios"] and r["chosen"] in r["ratios"]], picks)
+             if r["chosen"] != "aten"]
+    out += ["", f"permute's pick (csrc/choose.cpp, small_tiles): {geomean(picks):.3f} x ATen's copy over "
+            f"{len(picks)} shapes, {sum(v < 0.95 for v in picks)} more than 5% slower; on the {len(tiles)} "
+            f"where it runs a tile kernel {geomean(tiles):.3f} x (worst {min(tiles, default=float('nan')):.2f} x)"]
+    return "\n".join(out)
+
+
+def summary(rows: list[dict], small: bool = False) -> str:
     """Per tile shape and for the chooser's pick: the geomean, over the tensors where two or more
     shapes ran, of its speed as a share of the best shape's, and how many fell under 0.95."""
+    every = rows
+    rows = [dict(r, ratios={k: v for k, v in r["ratios"].items() if k != "aten"}) for r in rows]
     rows = [r for r in rows if len(r["ratios"]) >= 2]
 
     def line(name: str, share: list[float]) -> str:
-        g = math.exp(sum(map(math.log, share)) / len(share)) if share else float("nan")
-        return f"| {name:8s} | {len(share):5d} | {g:.3f} | {sum(s < 0.95 for s in share):5d} |"
+        return f"| {name:8s} | {len(share):5d} | {geomean(share):.3f} | {sum(s < 0.95 for s in share):5d} |"
     out = [f"{len(rows)} tensors where two or more tile shapes run.", "",
            "| shape    | ran   | share of best | under 0.95 |", "|---|---:|---:|---:|"]
-    for s in SHAPES:
+    for s in SMALL_SHAPES if small else SHAPES:
         out.append(line(s, [r["ratios"][s] / max(r["ratios"].values()) for r in rows if s in r["ratios"]]))
     out.append(line("picked", [r["ratios"][r["picked"]] / max(r["ratios"].values())
                                for r in rows if r["picked"] in r["ratios"]]))
-    return "\n".join(out)
+    return "\n".join(out) + (small_summary(every) if small else "")
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--shapes", type=int, default=360, help="random tensors [360]")
     p.add_argument("--seed", type=int, default=7, help="grid seed [7]")
+    p.add_argument("--small", action="store_true", help="small work: 2^16-2^20 elements, with Small tiles and ATen's copy")
     p.add_argument("--out", type=Path, help="also write the measurements as JSON")
     args = p.parse_args(argv)
     if not torch.cuda.is_available():
         sys.exit("tile_shapes.py: needs a CUDA GPU")
-    rows = measure(args.shapes, args.seed)
+    rows = measure(args.shapes, args.seed, args.small)
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1) + "\n")
-    print(summary(rows))
+    print(summary(rows, args.small))
     return 0
 
 

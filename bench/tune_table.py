@@ -429,7 +429,10 @@ def small_work_ranking(key: str, elements: Optional[int] = None) -> list[str]:
     """What a small-work class runs (SMALL_WORK): "rows" on the copy route where its vectors are
     wider than the element and the input has no broadcast dim; "tile" where its tiles are full in
     16-byte vectors and the input has no broadcast dim, from SMALL_TILES_FROM elements (a shape
-    of `elements`; the class as a whole ranks "tile" first); else ATen's copy."""
+    of `elements`; the class as a whole ranks "tile" first); else ATen's copy. (The chooser runs
+    some such shapes, and some 2-byte ones from 2^17 elements, in Small tiles, which the tuning
+    runs do not time: bench/tile_shapes.py --small measures that rule; here they count as "tile"
+    or "aten" by the rule above.)"""
     rows = SMALL_ROWS.match(key)
     if rows and int(rows.group(2)) > int(rows.group(1)):
         return ["rows", "aten"]

@@ -114,7 +114,7 @@ using CudaOps = PlanOps<RunCuda>;
 
 // One named candidate of the chooser, wherever it can run the permute (tests and tuning run it
 // also where the chooser would not offer it), or a clear error when it cannot. "tile/<shape>"
-// names the Tile kernel in one tile shape (square, tall, wide, narrow, short, large, column).
+// names the Tile kernel in one tile shape (square, tall, wide, narrow, short, large, column, small).
 at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::string_view name) {
   auto const perm = checked_permutation(x, dims, "_permute_with");
   std::string const full(name);
@@ -123,7 +123,7 @@ at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::str
   auto const shape = slash == std::string::npos ? std::nullopt : tile_shape_from_name(full.substr(slash + 1));
   TORCH_CHECK(kernel && is_candidate(*kernel) && (slash == std::string::npos || (*kernel == Kernel::Tile && shape)),
               "cute_transpose._permute_with: unknown kernel '", name, "'; the candidates are ",
-              c10::Join(", ", candidate_names()), ", and tile/<square|tall|wide|narrow|short|large|column>");
+              c10::Join(", ", candidate_names()), ", and tile/<square|tall|wide|narrow|short|large|column|small>");
   at::Tensor out = new_result(x, perm);
   if (out.numel() == 0) return out;
   c10::cuda::CUDAGuard guard(out.device());

@@ -10,10 +10,10 @@ namespace cute_transpose {
 // Square, or twice as tall and half as wide (for matrices with few columns), or the reverse
 // (few rows); or half a square tile: half as wide (Narrow) or half as tall (Short), for sides
 // just over half a tile; or, for large full matrices, the Large configuration (large_tile); or,
-// for one element per access, Column (column_tile). The chooser takes the shape (choose.cpp,
-// tile_shape): it scores the first five (kTileShapes), and takes Large and Column by their own
-// rules.
-enum class TileShape { Square, Tall, Wide, Narrow, Short, Large, Column };
+// for one element per access, Column (column_tile); or, for small work, Small (small_tile). The
+// chooser takes the shape (choose.cpp, tile_shape): it scores the first five (kTileShapes), and
+// takes Large, Column and Small by their own rules.
+enum class TileShape { Square, Tall, Wide, Narrow, Short, Large, Column, Small };
 constexpr TileShape kTileShapes[] = {TileShape::Square, TileShape::Tall, TileShape::Wide, TileShape::Narrow,
                                      TileShape::Short};
 
@@ -55,6 +55,17 @@ constexpr TileDims large_tile(int element_size, int width) {
 // tile: (256, 128) for 1-byte elements ... (256, 8) for 16-byte ones.
 constexpr TileDims column_tile(int element_size) { return {256, 32768 / (256 * element_size), 256}; }
 
+// Small: a quarter of the square tile (half as tall, half as wide), 4-8 KiB, so that small work
+// (a few MiB or less) makes two to four times as many blocks. 1-byte elements in 16-byte vectors
+// have no such tile: its 64 x 64 elements are 16 blocks of 16 x 16, fewer than a warp; they run
+// it in 4-byte vectors (small_tile_width). The chooser takes it for small work alone
+// (choose.cpp, small_tiles), where it measured faster than ATen's copy.
+constexpr TileDims small_tile(int element_size, int width) {
+  TileDims const s = square_tile(element_size, width);
+  return {s.bm / 2, s.bn / 2, s.threads};
+}
+constexpr int small_tile_width(int element_size, int width) { return element_size == 1 && width == 16 ? 4 : width; }
+
 // Whether `threads` can load a (bm, bn) tile in rows of W-byte vectors and store it in V x V
 // blocks (vector_tile.cuh, VecTile's static_asserts).
 constexpr bool tile_threads_fit(int element_size, int width, int bm, int bn, int threads) {
@@ -72,9 +83,11 @@ constexpr TileDims tile_dims(int element_size, int width, TileShape shape) {
     case TileShape::Short: t = {s.bm / 2, s.bn, s.threads}; break;
     case TileShape::Large: t = large_tile(element_size, width); break;
     case TileShape::Column: t = column_tile(element_size); break;
+    case TileShape::Small: t = small_tile(element_size, width); break;
     default: break;
   }
-  // Half tiles of 1-byte elements in 16-byte vectors have too few vectors for 64 threads.
+  // Half tiles of 1-byte elements in 16-byte vectors have too few vectors for 64 threads (and
+  // quarter tiles too few for 32: no thread count fits them).
   while (t.threads > 32 && !tile_threads_fit(element_size, width, t.bm, t.bn, t.threads)) t.threads /= 2;
   return t;
 }

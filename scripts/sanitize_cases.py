@@ -84,6 +84,13 @@ def main() -> int:
         dims = [*range(len(shape) - 2), len(shape) - 1, len(shape) - 2]
         results.append(check(lambda: torch.ops.cute_transpose._permute_with(x.cuda(), dims, "tile/large"),
                              x.transpose(-2, -1).contiguous(), f"permute[tile/large] {dtype} {shape}", "cannot run"))
+    # Small tiles (small work: a quarter of the square tile; 1-byte elements in 4-byte vectors), on
+    # 1-16-byte elements, with edge tiles.
+    for dtype, shape in ((torch.uint8, (3, 80, 144)), (torch.bfloat16, (2, 72, 136)), (torch.float32, (2, 40, 100)),
+                         (torch.float64, (3, 40, 34)), (torch.complex128, (2, 20, 18))):
+        x = (torch.randn(shape) * 100).to(dtype) if dtype.is_complex else torch.randint(0, 100, shape).to(dtype)
+        results.append(check(lambda: torch.ops.cute_transpose._permute_with(x.cuda(), [0, 2, 1], "tile/small"),
+                             x.transpose(-2, -1).contiguous(), f"permute[tile/small] {dtype} {shape}", "cannot run"))
     # Column tiles, and the m-first walk: output rows of 301 and 129 elements split 32-byte sectors.
     for dtype, shape in ((torch.float32, (2, 301, 131)), (torch.float64, (3, 129, 67))):
         x = torch.randint(0, 100, shape).to(dtype)

@@ -13,7 +13,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import cases, harness, summary, sweep_cases, tune_grid, tune_table  # noqa: E402
+from bench import cases, harness, summary, sweep_cases, tile_shapes, tune_grid, tune_table  # noqa: E402
 from bench.cases import Cell, View  # noqa: E402
 from bench.harness import OpSpec, Result, make_input, run_cell, same_bits, slabs  # noqa: E402
 
@@ -859,3 +859,24 @@ def test_a_sweep_alone_writes_sweep_named_reports(tmp_path):
     paths = write_outputs(tmp_path, meta, {"matrix": Section("matrix", [], []), "sweep": Section("sweep", [], [])},
                           [], "# all\n")
     assert {p.name for p in paths} == {"Some_GPU.json", "Some_GPU.md"}
+
+
+def test_tile_shapes_small_grid_and_its_summary():
+    # --small: 2^16-2^20 elements (a batch rounded down may leave fewer), whole 16-byte vectors
+    grid = tile_shapes.grid(60, 8, small=True)
+    for shape, dims, dtype in grid:
+        E = torch.empty((), dtype=dtype).element_size()
+        m, n = shape[1], shape[-1]
+        assert math.prod(shape) < 2 ** 20 and (m * E) % 16 == 0 and (n * E) % 16 == 0, (shape, dtype)
+    assert sum(math.prod(s) >= 2 ** 16 for s, _, _ in grid) >= 50
+    # made-up ratios: Small tiles twice ATen's copy's speed on the largest shape, half elsewhere
+    big = max(range(len(grid)), key=lambda i: math.prod(grid[i][0]))
+    rows = [{"shape": s, "dims": d, "dtype": str(t), "picked": "square", "chosen": "small" if i == big else "aten",
+             "ratios": {"square": 1.0, "small": 2.0 if i == big else 0.5, "aten": 1.0}}
+            for i, (s, d, t) in enumerate(grid)]
+    text = tile_shapes.summary(rows, small=True)
+    assert "| small    |" in text and "Against ATen's copy" in text
+    assert f"{2 ** (1 / len(grid)):.3f} x ATen's copy over {len(grid)} shapes, 0 more than 5% slower" in text
+    assert f"on the 1 where it runs a tile kernel 2.000 x (worst 2.00 x)" in text
+    assert tile_shapes.chosen({"cuda": {"kernel": "tile", "config": "64x64 small tile, 64 threads"}}) == "small"
+    assert tile_shapes.chosen({"kernel": "aten", "config": "torch's own strided copy"}) == "aten"

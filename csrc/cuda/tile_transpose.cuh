@@ -126,6 +126,9 @@ cudaError_t launch_tile_for(Problem const& p, int width, TileShape shape, cudaSt
       case TileShape::Column:
         if constexpr (W == int(sizeof(T))) return launch_tile_config<T, W, TileShape::Column>(p, stream);
         else return cudaErrorInvalidValue;
+      case TileShape::Small:
+        if constexpr (W == small_tile_width(sizeof(T), W)) return launch_tile_config<T, W, TileShape::Small>(p, stream);
+        else return cudaErrorInvalidValue;
       default: return launch_tile_config<T, W, TileShape::Square>(p, stream);
     }
   };
