@@ -34,6 +34,7 @@ if __package__ in (None, ""):
 import torch
 
 from bench.harness import Progress, do_bench_timer, ext, random_input, same_bits
+from bench.summary import geomean
 
 SHAPES = ("square", "tall", "wide", "narrow", "short")
 SMALL_SHAPES = SHAPES + ("small",)
@@ -113,10 +114,6 @@ def measure(count: int, seed: int, small: bool = False) -> list[dict]:
     return rows
 
 
-def geomean(xs: list[float]) -> float:
-    return math.exp(sum(map(math.log, xs)) / len(xs)) if xs else float("nan")
-
-
 def small_summary(rows: list[dict]) -> str:
     """--small: each candidate's speed against ATen's copy (geomean, and how many shapes ran it
     more than 5% slower), by element count: under 2^18, 2^18-2^19, 2^19-2^20."""
@@ -129,15 +126,16 @@ def small_summary(rows: list[dict]) -> str:
         for s in SMALL_SHAPES + ("best",):
             vs = [(max(v for k, v in r["ratios"].items() if k != "aten") if s == "best" else r["ratios"][s])
                   / r["ratios"]["aten"] for r in band if (s in r["ratios"] or (s == "best" and len(r["ratios"]) > 1))]
-            cells.append(f"{geomean(vs):.2f} ({sum(v < 0.95 for v in vs)}/{len(vs)})")
+            cells.append(f"{geomean(vs) or math.nan:.2f} ({sum(v < 0.95 for v in vs)}/{len(vs)})")
         out.append(f"| {f'2^{lo}-2^{hi}' if lo else f'under 2^{hi}'} | {len(band)} | " + " | ".join(cells) + " |")
-    picks = [r["ratios"][r["chosen"]] / r["ratios"]["aten"] for r in rows
-             if "aten" in r["ratios"] and r["chosen"] in r["ratios"]]
-    tiles = [v for r, v in zip([r for r in rows if "aten" in r["ratios"] and r["chosen"] in r["ratios"]], picks)
-             if r["chosen"] != "aten"]
-    out += ["", f"permute's pick (csrc/choose.cpp, small_tiles): {geomean(picks):.3f} x ATen's copy over "
-            f"{len(picks)} shapes, {sum(v < 0.95 for v in picks)} more than 5% slower; on the {len(tiles)} "
-            f"where it runs a tile kernel {geomean(tiles):.3f} x (worst {min(tiles, default=float('nan')):.2f} x)"]
+    picked = [(r["chosen"], r["ratios"][r["chosen"]] / r["ratios"]["aten"]) for r in rows
+              if "aten" in r["ratios"] and r["chosen"] in r["ratios"]]
+    picks = [v for _, v in picked]
+    tiles = [v for kernel, v in picked if kernel != "aten"]
+    out += ["", f"permute's pick (csrc/choose.cpp, small_tiles): {geomean(picks) or math.nan:.3f} x "
+            f"ATen's copy over {len(picks)} shapes, {sum(v < 0.95 for v in picks)} more than 5% slower; "
+            f"on the {len(tiles)} where it runs a tile kernel {geomean(tiles) or math.nan:.3f} x "
+            f"(worst {min(tiles, default=math.nan):.2f} x)"]
     return "\n".join(out)
 
 
@@ -149,7 +147,7 @@ def summary(rows: list[dict], small: bool = False) -> str:
     rows = [r for r in rows if len(r["ratios"]) >= 2]
 
     def line(name: str, share: list[float]) -> str:
-        return f"| {name:8s} | {len(share):5d} | {geomean(share):.3f} | {sum(s < 0.95 for s in share):5d} |"
+        return f"| {name:8s} | {len(share):5d} | {geomean(share) or math.nan:.3f} | {sum(s < 0.95 for s in share):5d} |"
     out = [f"{len(rows)} tensors where two or more tile shapes run.", "",
            "| shape    | ran   | share of best | under 0.95 |", "|---|---:|---:|---:|"]
     for s in SMALL_SHAPES if small else SHAPES:

@@ -606,6 +606,12 @@ constexpr int64_t kSmallTilesFrom = int64_t(1) << 19;
 // picks ran 0.93 x and 0.96 x.
 constexpr int64_t kSmallQuarterFrom2Byte = int64_t(1) << 17;
 
+// From how many elements small work of this element size may run in Small tiles (kSmallWork:
+// never).
+int64_t small_quarter_from(int64_t element_size) {
+  return element_size == 2 ? kSmallQuarterFrom2Byte : element_size <= 4 ? kSmallTilesFrom : kSmallWork;
+}
+
 bool tiles_full(Choice const& c) {
   Problem const& p = *c.problem;
   return fill_bucket(tile_fill(p.rows, p.cols, tile_dims(p.element_size, c.width, c.shape))) == 0;
@@ -614,8 +620,7 @@ bool tiles_full(Choice const& c) {
 // The tile kernel's own choice of width and shape (force()), which classify() also takes: no
 // class key on small work's path, whose host time counts.
 std::optional<Choice> small_tiles(Plan const& plan, Device const& device) {
-  int64_t const E = plan.element_size;
-  int64_t const quarter_from = E == 2 ? kSmallQuarterFrom2Byte : E <= 4 ? kSmallTilesFrom : kSmallWork;
+  int64_t const quarter_from = small_quarter_from(plan.element_size);
   if (plan.copy_route() || plan.elements < std::min(kSmallTilesFrom, quarter_from) || broadcast_input(plan))
     return std::nullopt;
   auto c = force(plan, Kernel::Tile, device, nullptr);
@@ -1020,7 +1025,7 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
                   (c->kernel == Kernel::Rows    ? "rows in vectors wider than the element: run rows"
                    : c->kernel != Kernel::Tile  ? "run ATen's copy"
                    : c->shape == TileShape::Small
-                       ? "from " + std::to_string(plan.element_size == 2 ? kSmallQuarterFrom2Byte : kSmallTilesFrom) +
+                       ? "from " + std::to_string(small_quarter_from(plan.element_size)) +
                              " elements, small tiles full: run tile in them"
                        : "from 2^19, full tiles in 16-byte vectors: run tile");
     }
