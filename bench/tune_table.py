@@ -72,14 +72,14 @@ LENT_MARGIN = 1.1
 # Small work (the class key's ".s": under 2^20 elements) runs ATen's copy whatever its class's
 # scores (csrc/choose.cpp, kSmallWork, has the measurements), but for the copy route's rows in
 # vectors wider than the element, from an unbroadcast input, which run "rows" (small_rows()
-# there; SMALL_ROWS here), and for full tiles in 16-byte vectors from an unbroadcast input, which
-# run "tile" from 2^19 elements (small_tiles(); SMALL_TILES): such classes rank "aten" alone,
-# or "rows" or "tile" then "aten", with the scores' order in their note, and stay out of the
-# .inc table (the chooser never reads them).
+# there; SMALL_ROWS here), and for transposes whose loads move 16-byte vectors into lean tiles
+# at least half full, from an unbroadcast input, which run "lean" (small_transpose()): a rule on
+# each shape that its class key does not tell, so the holdout replays the kernel the chooser
+# picked for the shape (its explain, this build's with --reclassify). Such classes rank "aten"
+# alone, or "rows" then "aten", with the scores' order in their note, and stay out of the .inc
+# table (the chooser never reads them).
 SMALL_WORK = ".s"
 SMALL_ROWS = re.compile(r"^c\.e(\d+)\.o\d\.w(\d+)\.s$")  # its element size, then its vector width
-SMALL_TILES = re.compile(r"^t\.e\d+\.o\d\.i\d\.w16(\.I[eg]?)?\.s$")  # no fill bucket, no broadcast
-SMALL_TILES_FROM = 2 ** 19  # elements (choose.cpp, kSmallTilesFrom)
 FAMILY = ".*"  # the suffix of a family's key in the table (family())
 BROADCAST = re.compile(r"\.b(?=\.|$)")  # a class key's broadcast flag
 INC_LINE = re.compile(r'^\{"((?:[^"\\]|\\.)*)", "((?:[^"\\]|\\.)*)"\},(?:\s*//.*)?$')
@@ -283,12 +283,6 @@ def picked(row: dict, ranking: list[str], kernels: tuple[str, ...]) -> Optional[
     return ok[pick] / max(ok.values()), ok[pick] / ok["aten"] if "aten" in ok else None
 
 
-def elements(cell) -> int:
-    """A tuning shape's element count: a Cell's (a run being measured), or a saved row's (its
-    key, saved_results(): case, shape, dims, dtype, view)."""
-    return math.prod(cell.shape if hasattr(cell, "shape") else cell[1])
-
-
 def members_by_class(cells: dict) -> dict[str, list]:
     """The cells of each class key (cells without one are left out)."""
     members: dict[str, list] = collections.defaultdict(list)
@@ -308,7 +302,7 @@ def holdout(results: Iterable, kernels: tuple[str, ...]) -> Holdout:
         pool = list(dict.fromkeys(k for near in (key, *neighbours(key)) for k in kin.get(near, ())))
         for cell in held:
             if key.endswith(SMALL_WORK):  # the chooser's rule, whatever the other shapes did
-                picks.append(picked(cells[cell], small_work_ranking(key, elements(cell)), kernels))
+                picks.append(picked(cells[cell], small_work_ranking(key, chosen_kernel(cells[cell])), kernels))
                 continue
             others = [r for k in pool for c in members.get(k, ()) if c != cell for r in cells[c].values()]
             ranking = {c.key: c.ranking for c in aggregate(others, kernels)}.get(key, ["aten"])
@@ -421,23 +415,25 @@ def rank(c: ClassResult, rows: list[dict]) -> None:
         c.note = "; ".join(filter(None, [c.note, "slower than aten " + ", ".join(lost)]))
     if c.key.endswith(SMALL_WORK) and c.ranking:
         c.ranking, c.lent, c.note = small_work_ranking(c.key), [], f"small work; by score {','.join(c.ranking)}"
-        if SMALL_TILES.match(c.key):
-            c.note += f"; tile from {SMALL_TILES_FROM} elements, ATen's copy below"
+        if c.key.startswith("t."):
+            c.note += "; lean on its shapes loaded in 16-byte vectors into tiles half full"
 
 
-def small_work_ranking(key: str, elements: Optional[int] = None) -> list[str]:
+def small_work_ranking(key: str, chosen: Optional[str] = None) -> list[str]:
     """What a small-work class runs (SMALL_WORK): "rows" on the copy route where its vectors are
-    wider than the element and the input has no broadcast dim; "tile" where its tiles are full in
-    16-byte vectors and the input has no broadcast dim, from SMALL_TILES_FROM elements (a shape
-    of `elements`; the class as a whole ranks "tile" first); else ATen's copy. (The chooser runs
-    some such shapes, and some 2-byte ones from 2^17 elements, in Small tiles, which the tuning
-    runs do not time: bench/tile_shapes.py --small measures that rule; here they count as "tile"
-    or "aten" by the rule above.)"""
+    wider than the element and the input has no broadcast dim; "lean" on a shape where the
+    chooser picked it (`chosen`: the kernel a shape's explain names; the class key cannot tell);
+    else ATen's copy."""
     rows = SMALL_ROWS.match(key)
     if rows and int(rows.group(2)) > int(rows.group(1)):
         return ["rows", "aten"]
-    tiles = SMALL_TILES.match(key) and (elements is None or elements >= SMALL_TILES_FROM)
-    return ["tile", "aten"] if tiles else ["aten"]
+    return ["lean", "aten"] if chosen == "lean" else ["aten"]
+
+
+def chosen_kernel(row: dict) -> Optional[str]:
+    """The kernel the chooser picked for a shape, as its rows' explain recorded it."""
+    info = next((r.explain for r in row.values() if r.explain), None)
+    return info.get("kernel") if info else None
 
 
 # --------------------------------------------------------------------------------------------
@@ -470,8 +466,8 @@ def inc_text(classes: list[ClassResult], meta: dict) -> str:
              "rerun bench/tune.py."]
     if meta.get("chooser") == "fake":
         lines.append("// FAKE chooser (--fake): a plumbing test, not a table to commit.")
-    lines.append(f"// Small-work classes (\"{SMALL_WORK}\") are left out: they run ATen's copy, rows or tile "
-                 "(choose.cpp, kSmallWork, small_rows(), small_tiles()).")
+    lines.append(f"// Small-work classes (\"{SMALL_WORK}\") are left out: they run ATen's copy, rows or lean "
+                 "(choose.cpp, kSmallWork, small_rows(), small_transpose()).")
     lines.append(f"// Keys ending in \"{FAMILY}\" are families: what a class the table lacks runs "
                  "(tune_table.py, family(), LENT_MARGIN).")
     lines += [inc_line(c) for c in classes if c.winner and not c.key.endswith(SMALL_WORK)]

@@ -34,6 +34,38 @@ bool tile_fits(Problem const& p, int W) {
          (divisible(p.out_col_stride, V) || p.cols == 1) && aligned(p.src, W) && aligned(p.dst, W);
 }
 
+// Lean (cuda/lean_transpose.cu): a transpose (m unit-stride in the output) of up to three batch
+// dims, each grid dim within CUDA's limits and every offset in 32 bits.
+bool lean_fits(Problem const& p, std::string* why) {
+  constexpr int64_t kMaxGridYZ = 65535;
+  TileDims const t = lean_tile(p.element_size);
+  if (p.out_row_stride != 1 && p.rows > 1) return *why = "m is not unit-stride in the output", false;
+  if (p.batch.rank > 3) return *why = "more than 3 batch dims", false;
+  if (p.batch.count > kMaxGridYZ || (p.rows + t.bm - 1) / t.bm > kMaxGridYZ)
+    return *why = "more than 65535 matrices or m-tiles", false;
+  int64_t in = (p.rows - 1 + t.bm) * p.row_stride + (p.cols - 1 + t.bn) * p.col_stride;
+  int64_t out = (p.cols + t.bn) * p.out_col_stride + p.rows + t.bm;
+  bool negative = p.row_stride < 0 || p.col_stride < 0;
+  for (int d = 0; d < p.batch.rank; ++d) {
+    in += (p.batch.size[d] - 1) * p.batch.in_stride[d];
+    out += (p.batch.size[d] - 1) * p.batch.out_stride[d];
+    negative = negative || p.batch.in_stride[d] < 0;
+  }
+  if (negative || in > INT_MAX || out > INT_MAX) return *why = "offsets beyond 32 bits", false;
+  return true;
+}
+
+// Lean's vector on one side: 16 bytes where that side's rows, strides and start are whole
+// 16-byte vectors (and n unit-stride, on the input side), else one element.
+int lean_width(Problem const& p, bool input) {
+  int64_t const E = p.element_size, V = 16 / E;
+  bool ok = input ? (p.col_stride == 1 || p.cols == 1) && divisible(p.cols, V) && (divisible(p.row_stride, V) || p.rows == 1) &&
+                        aligned(p.src, 16)
+                  : divisible(p.rows, V) && (divisible(p.out_col_stride, V) || p.cols == 1) && aligned(p.dst, 16);
+  for (int d = 0; d < p.batch.rank; ++d) ok = ok && divisible(input ? p.batch.in_stride[d] : p.batch.out_stride[d], V);
+  return ok ? 16 : int(E);
+}
+
 // The widest vector the Tile kernel can use, of those it is compiled for: 16 bytes, 4 bytes
 // (elements up to 4 bytes), one element; 0 when n or m is not unit-stride.
 int tile_width(Problem const& p) {
@@ -520,7 +552,7 @@ int fill_bucket(double fill) { return fill >= 0.9 ? 0 : fill >= 0.6 ? 1 : 2; }
 // count that matters, not the bytes: for every element size, ATen's copy stayed within 2.5% of
 // the best kernel below 2^19 elements and fell to 0.93-0.95 of it between 2^19 and 2^20, where
 // the main grids (2^20 elements and up) begin and the kernels pull ahead. (But for wide rows on
-// the copy route, small_rows(), and full tiles in 16-byte vectors, small_tiles().)
+// the copy route, small_rows(), and transposes the lean kernel fills, small_transpose().)
 constexpr int64_t kSmallWork = int64_t(1) << 20;
 
 bool small_work(Plan const& plan) { return plan.elements < kSmallWork; }
@@ -577,57 +609,48 @@ std::optional<Choice> small_rows(Plan const& plan, Device const& device) {
   return c && c->width > plan.element_size ? c : std::nullopt;
 }
 
-// Small work from kSmallTilesFrom elements on the transpose route whose tiles are full (the
-// ".w16" classes without a fill bucket: at least 90% full) in 16-byte vectors, from an input
-// with no broadcast dim, runs the tile kernel rather than ATen's copy. Over the 25 such shapes of
-// the H100's small-work grid (2^19-2^20 elements), `tile` ran at 1.18 x ATen's copy's speed
-// (geomean) and never slower (1.00-1.58 x), at 0.98 of the best kernel per shape; from 2^18 to
-// 2^19 elements it ran 1.04 x, 5 of 23 shapes over 5% slower, and below 2^18 0.89 x. With tiles
-// 60-90% full it lost to ATen's copy by 7-10% on 2 of 20 shapes; on broadcast inputs (8 shapes)
-// it ran 0.88 x.
-// The sweep's attention keys transposed, (8, 12, 128, 64) bfloat16 to (8, 12, 64, 128), are one:
-// ATen's copy 8.5 us, `tile` 6.1 us.
-constexpr int64_t kSmallTilesFrom = int64_t(1) << 19;
+// Small work on the transpose route runs the lean kernel (cuda/lean_transpose.cu) where its loads
+// move 16-byte vectors, its tiles are at least half full (kLeanFill) and the input has no
+// broadcast dim. Measured on the H100 over the small-work tuning grid's 1631 transposes
+// (`bench/tune.py --retime ...-tune-small.json.gz --remeasure lean --beside aten tile`: 2^14-2^20
+// elements, 1-16-byte elements, views; each shape's lean, ATen's copy and tile timed beside one
+// clone), lean against ATen's copy (geomean of speed ratios):
+//   - the 345 shapes of this rule: 1.21 x, 2 (complex128) more than 5% slower; 1.19 x the pick
+//     before (ATen's copy, and on 43 of them Small or square tiles of the tile kernel, 1.21 x
+//     there); 1.38 x on 1-byte elements, 1.30 x 2-byte, 1.20 x 4-byte, 1.16 x 8-byte, 1.10 x
+//     16-byte; 1.08 x at 2^14-2^15 elements, rising to 1.37 x at 2^19-2^20;
+//   - left with ATen's copy: one element per load (239 shapes with tiles half full, 1.06 x,
+//     57 more than 5% slower), tiles under half full (315, 0.94 x, 118 slower), broadcast
+//     inputs (78, 1.08 x, 12 slower).
+// Before, small work ran ATen's copy but for full tiles in 16-byte vectors from 2^17-2^19
+// elements, which ran the tile kernel (Small tiles: 0.84-0.85 of clone where Triton's tile kernel
+// ran 0.96-0.98; its 640 instructions a warp against Triton's 142 in Nsight Compute were what the
+// lean kernel set out to cut).
+constexpr double kLeanFill = 0.5;
 
-// Where the Small tile (a quarter of the square one, tile_config.h) is at least 90% full, small
-// work of 1-, 2- and 4-byte elements runs in it, 2-byte elements from kSmallQuarterFrom2Byte
-// elements. Its 4-8 KiB tiles make 2-4 times as many blocks, on a few MiB that leave most SMs idle
-// in the larger tiles. On the H100, over the 600 small batched transposes of
-// `bench/tile_shapes.py --small` (seeds 8 and 9; 16-byte vectors), this rule changed 29 picks,
-// at 1.36 x the speed of the pick before (geomean; 1.45 x on 18 bfloat16 shapes, 1.31 x on 6
-// uint8, 1.14 x on 5 float32), 0.96 x at worst; the picks over all 600 shapes reached 1.018 x
-// ATen's copy with none more than 5% slower than it (1.003 x and 3 before); on a third grid
-// measured with the rule in place (seed 10), 7 of 300 picks changed, 1.11 x the pick before, one
-// of them 8% slower. Measured, not kept:
-// Small tiles on every shape of 2^17 elements or more ran 0.99 x ATen's copy on uint8 (19 of 52
-// shapes more than 5% slower), 1.00 x on float32 (26 of 64); from 2^19 elements with tiles 75%
-// full, 1.24 x and 1.25 x with none slower (7 and 9 shapes, too few to set a second threshold
-// on); 8- and 16-byte elements from 2^17, 0.87 x and 0.75 x, where the larger tiles the chooser
-// picks ran 0.93 x and 0.96 x.
-constexpr int64_t kSmallQuarterFrom2Byte = int64_t(1) << 17;
+// Just above small work, from 2^20 to kLeanMidWork elements of 1-8 bytes, the lean kernel also
+// runs what the table gives the tile kernel in 16-byte vectors, where small_transpose() would take
+// it (tiles at least half full, no broadcast). On the H100, over the 71 such shapes of `bench/tile_shapes.py
+// --mid --seed 11` (random batched transposes of 2^20-2^22 elements, whole 16-byte vectors), it
+// ran 1.10 x the speed of the tile kernel's pick (geomean; uint8 1.24 x, bfloat16 1.12 x, float32
+// 1.07 x, float64 1.04 x, complex128 1.06 x), more than 5% faster on 47 and more than 5% slower on
+// one ((1994, 1512) float64: 0.93 x in that run, 1.00 x the tall tile it picks timed again). Two more ran the lean kernel at 0.15 x and
+// 0.21 x in that run and at 1.08 x and 1.05 x timed again in a probe (best of 4 rounds): disturbed
+// timings, counted at the probe's figures. A second grid measured with the rule in place (seed
+// 12, on an H200): 1.13 x the tile kernel's pick over 70 shapes, none more than 5% slower.
+// 16-byte elements keep the tile kernel: 1.06 x and 1.02 x on 13-15 shapes of the two grids, and
+// in the sweep two complex128 views ran the lean kernel 4-6% slower than the tile kernel had
+// ((131, 11808) and (297, 11511) transposed: 0.99 and 0.92 of clone, 1.05 and 0.96 before).
+// Larger tensors keep the tile kernel too: on 4096^2 bfloat16 (2^24) the lean kernel ran 0.926
+// of clone, the tile kernel 0.939.
+constexpr int64_t kLeanMidWork = int64_t(1) << 22;
 
-// From how many elements small work of this element size may run in Small tiles (kSmallWork:
-// never).
-int64_t small_quarter_from(int64_t element_size) {
-  return element_size == 2 ? kSmallQuarterFrom2Byte : element_size <= 4 ? kSmallTilesFrom : kSmallWork;
-}
-
-bool tiles_full(Choice const& c) {
-  Problem const& p = *c.problem;
-  return fill_bucket(tile_fill(p.rows, p.cols, tile_dims(p.element_size, c.width, c.shape))) == 0;
-}
-
-// The tile kernel's own choice of width and shape (force()), which classify() also takes: no
-// class key on small work's path, whose host time counts.
-std::optional<Choice> small_tiles(Plan const& plan, Device const& device) {
-  int64_t const quarter_from = small_quarter_from(plan.element_size);
-  if (plan.copy_route() || plan.elements < std::min(kSmallTilesFrom, quarter_from) || broadcast_input(plan))
-    return std::nullopt;
-  auto c = force(plan, Kernel::Tile, device, nullptr);
+std::optional<Choice> small_transpose(Plan const& plan, Device const& device) {
+  if (plan.copy_route() || broadcast_input(plan)) return std::nullopt;
+  auto c = force(plan, Kernel::Lean, device, nullptr);
   if (!c || c->width != 16) return std::nullopt;
-  if (plan.elements >= quarter_from)
-    if (auto q = force(plan, Kernel::Tile, device, nullptr, TileShape::Small); q && tiles_full(*q)) return q;
-  return plan.elements >= kSmallTilesFrom && tiles_full(*c) ? c : std::nullopt;
+  Problem const& p = *c->problem;
+  return tile_fill(p.rows, p.cols, lean_tile(p.element_size)) >= kLeanFill ? c : std::nullopt;
 }
 
 Class classify(Plan const& plan) {
@@ -744,7 +767,7 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 }  // namespace
 
 std::vector<std::string> const& candidate_names() {
-  static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather", "padded", "aten"};
+  static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather", "lean", "padded", "aten"};
   return names;
 }
 
@@ -760,6 +783,7 @@ char const* kernel_name(Kernel k) {
     case Kernel::Split: return "split";
     case Kernel::Realign: return "realign";
     case Kernel::Gather: return "gather";
+    case Kernel::Lean: return "lean";
     case Kernel::NaiveCoalescedRead: return "naive_coalesced_read";
     case Kernel::NaiveCoalescedWrite: return "naive_coalesced_write";
     case Kernel::BankConflictRead: return "bank_conflict_read";
@@ -842,6 +866,12 @@ std::string Choice::config() const {
       break;
     }
     case Kernel::Gather: o << width << "-byte stores, every element loaded on its own"; break;
+    case Kernel::Lean: {
+      TileDims const t = lean_tile(problem->element_size);
+      o << t.bm << "x" << t.bn << " tile, " << t.threads << " threads, one tile per block, " << width
+        << "-byte loads, " << out_width << "-byte stores";
+      break;
+    }
     case Kernel::Aten: o << "torch's own strided copy"; break;
     default: break;
   }
@@ -942,6 +972,12 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (!pipelined_fits(p, device, why)) return std::nullopt;
       c.width = 16;
       return c;
+    case Kernel::Lean:
+      if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
+      if (!lean_fits(p, why)) return std::nullopt;
+      c.width = lean_width(p, true);
+      c.out_width = lean_width(p, false);
+      return c;
     default:  // the seed ladder takes any strides
       if (!plan.copy_route()) c.problem->m_first = walk_m_first(p, seed_tile(p.element_size));
       return c;
@@ -1017,17 +1053,14 @@ bool offered(Choice const& c, std::string* why) {
 Choice choose(Plan const& plan, Device const& device, bool explain) {
   if (small_work(plan)) {  // before classify(): the host time is what small work sees
     std::optional<Choice> c = small_rows(plan, device);
-    if (!c) c = small_tiles(plan, device);
+    if (!c) c = small_transpose(plan, device);
     if (!c) c = force(plan, Kernel::Aten, device, nullptr);
     if (explain) {
       c->key = class_key(plan);
       c->reason = "small work: " + std::to_string(plan.elements) + " elements, under 2^20, " +
-                  (c->kernel == Kernel::Rows    ? "rows in vectors wider than the element: run rows"
-                   : c->kernel != Kernel::Tile  ? "run ATen's copy"
-                   : c->shape == TileShape::Small
-                       ? "from " + std::to_string(small_quarter_from(plan.element_size)) +
-                             " elements, small tiles full: run tile in them"
-                       : "from 2^19, full tiles in 16-byte vectors: run tile");
+                  (c->kernel == Kernel::Rows   ? "rows in vectors wider than the element: run rows"
+                   : c->kernel == Kernel::Lean ? "a transpose loaded in 16-byte vectors, lean tiles at least half full: run lean"
+                                               : "run ATen's copy");
     }
     return *c;
   }
@@ -1059,6 +1092,14 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
                                        row->second.text + " (the table has no class " + own + ")";
         if (!skipped.empty()) c->reason += "; skipped " + skipped;
       }
+      if (c->kernel == Kernel::Tile && c->width == 16 && plan.elements < kLeanMidWork && plan.element_size <= 8)
+        if (auto lean = small_transpose(plan, device)) {
+          if (explain) {
+            lean->key = own;
+            lean->reason = c->reason + "; under 2^22 elements of up to 8 bytes, where that is tile in 16-byte vectors and lean tiles are at least half full: run lean";
+          }
+          return *lean;
+        }
       return *c;
     }
     if (explain) skipped += std::string(skipped.empty() ? "" : ", ") + kernel_name(k) + " (" + why + ")";

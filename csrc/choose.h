@@ -29,6 +29,7 @@ enum class Kernel {
   Split,       // the tile transpose with two dims on each short side (cuda/split_transpose.cu)
   Realign,     // the tile transpose of rows off the 16-byte grid in aligned 16-byte vectors (cuda/realign.cu)
   Gather,      // any permute in output order: vector stores, each element loaded on its own (cuda/gather.cu)
+  Lean,        // small work's transpose: one tile per block, a short chain per thread (cuda/lean_transpose.cu)
   // The seed ladder, only when asked for by name.
   NaiveCoalescedRead,
   NaiveCoalescedWrite,
@@ -48,7 +49,8 @@ std::optional<TileShape> tile_shape_from_name(std::string const& name);
 
 struct Choice {
   Kernel kernel = Kernel::Aten;
-  int width = 0;                      // Rows, Tile, Interleave, Tma, Gather: vector bytes
+  int width = 0;                      // Rows, Tile, Interleave, Tma, Gather, Lean (input side): vector bytes
+  int out_width = 0;                  // Lean: the output side's vector bytes
   TileShape shape = TileShape::Square;  // Tile
   int channels = 0;                   // Interleave: the short side's length C
   bool pack = false;                  // Interleave: planes -> interleaved (true) or back

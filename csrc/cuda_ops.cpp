@@ -50,6 +50,7 @@ void execute(Choice const& c, at::Tensor const& x, at::IntArrayRef perm, at::Ten
     case Kernel::Split: C10_CUDA_CHECK(launch_split(*c.split, c.width, stream)); return;
     case Kernel::Realign: C10_CUDA_CHECK(launch_realign(*c.problem, stream)); return;
     case Kernel::Gather: C10_CUDA_CHECK(launch_gather(*c.problem, c.width, stream)); return;
+    case Kernel::Lean: C10_CUDA_CHECK(launch_lean(*c.problem, c.width, c.out_width, stream)); return;
     case Kernel::SeedCopy: C10_CUDA_CHECK(launch_copy(*c.problem, stream)); return;
 #define CUTE_TRANSPOSE_SEED_CASE(name, kernel) \
   case Kernel::kernel: C10_CUDA_CHECK(launch_##name(*c.problem, stream)); return;

@@ -10,9 +10,9 @@ namespace cute_transpose {
 // Square, or twice as tall and half as wide (for matrices with few columns), or the reverse
 // (few rows); or half a square tile: half as wide (Narrow) or half as tall (Short), for sides
 // just over half a tile; or, for large full matrices, the Large configuration (large_tile); or,
-// for one element per access, Column (column_tile); or, for small work, Small (small_tile). The
+// for one element per access, Column (column_tile); or Small (small_tile), by name only. The
 // chooser takes the shape (choose.cpp, tile_shape): it scores the first five (kTileShapes), and
-// takes Large, Column and Small by their own rules.
+// takes Large and Column by their own rules.
 enum class TileShape { Square, Tall, Wide, Narrow, Short, Large, Column, Small };
 constexpr TileShape kTileShapes[] = {TileShape::Square, TileShape::Tall, TileShape::Wide, TileShape::Narrow,
                                      TileShape::Short};
@@ -58,8 +58,9 @@ constexpr TileDims column_tile(int element_size) { return {256, 32768 / (256 * e
 // Small: a quarter of the square tile (half as tall, half as wide), 4-8 KiB, so that small work
 // (a few MiB or less) makes two to four times as many blocks. 1-byte elements in 16-byte vectors
 // have no such tile: its 64 x 64 elements are 16 blocks of 16 x 16, fewer than a warp; they run
-// it in 4-byte vectors (small_tile_width). The chooser takes it for small work alone
-// (choose.cpp, small_tiles), where it measured faster than ATen's copy.
+// it in 4-byte vectors (small_tile_width). It runs by name (`tile/small`): small work that it
+// ran faster than ATen's copy runs the lean kernel now, faster still (choose.cpp,
+// small_transpose).
 constexpr TileDims small_tile(int element_size, int width) {
   TileDims const s = square_tile(element_size, width);
   return {s.bm / 2, s.bn / 2, s.threads};
@@ -90,6 +91,18 @@ constexpr TileDims tile_dims(int element_size, int width, TileShape shape) {
   // quarter tiles too few for 32: no thread count fits them).
   while (t.threads > 32 && !tile_threads_fit(element_size, width, t.bm, t.bn, t.threads)) t.threads /= 2;
   return t;
+}
+
+// The Lean kernel's tile (cuda/lean_transpose.cu, small work): 1-8 KiB, one 16-byte vector a
+// thread on each side where the rows allow it (two for 8-byte elements), 128-256 threads.
+constexpr TileDims lean_tile(int element_size) {
+  switch (element_size) {
+    case 1: return {64, 64, 256};
+    case 2: return {32, 32, 128};
+    case 4: return {32, 32, 256};
+    case 8: return {32, 32, 256};
+    default: return {16, 16, 256};
+  }
 }
 
 // The Realign kernel's tile (cuda/realign.cu): 128 elements of each output row by 256 bytes of

@@ -304,8 +304,12 @@ def test_small_work_classes_run_aten_or_rows_and_stay_out_of_the_table():
     classes = {c.key: c for c in tune_table.aggregate(results, ("tile", "rows", "aten"))}
     assert classes["t.e4.o3.i3.w4.s"].ranking == ["aten"] and "by score tile,aten" in classes["t.e4.o3.i3.w4.s"].note
     assert classes["t.e4.o3.i3.w16"].ranking == ["tile", "aten"]
-    assert classes["t.e4.o3.i3.w16.s"].ranking == ["tile", "aten"]  # whatever its scores (small_tiles, from 2^19)
-    assert classes["t.e4.o3.i3.w16.f1.s"].ranking == classes["t.e4.o3.i3.w16.b.s"].ranking == ["aten"]
+    # whatever their scores; lean runs the shapes the chooser gave it (small_transpose), which the key cannot tell
+    assert classes["t.e4.o3.i3.w16.s"].ranking == classes["t.e4.o3.i3.w16.f1.s"].ranking == ["aten"]
+    assert classes["t.e4.o3.i3.w16.b.s"].ranking == ["aten"] and "lean on its shapes" in classes["t.e4.o3.i3.w16.s"].note
+    assert tune_table.small_work_ranking("t.e4.o3.i3.w16.s", "lean") == ["lean", "aten"]
+    assert tune_table.small_work_ranking("t.e4.o3.i3.w16.s", "tile") == ["aten"]
+    assert tune_table.small_work_ranking("c.e2.o3.w16.s", "aten") == ["rows", "aten"]
     assert classes["c.e2.o3.w16.s"].ranking == ["rows", "aten"]  # whatever its scores (csrc/choose.cpp, small_rows)
     assert classes["c.e4.o3.w4.s"].ranking == classes["c.e2.o3.w16.b.s"].ranking == ["aten"]
     meta = {"device_name": "GPU", "torch": "2.14", "date": "2026-01-01", "chooser": "cute_transpose"}
@@ -595,19 +599,21 @@ def test_holdout_ranks_each_shape_without_it():
     assert tune_table.holdout(results + unclassed, ("split", "aten")).shapes == 4
 
 
-def test_holdout_runs_small_work_by_the_choosers_rule_and_its_size():
-    # Small work runs the chooser's rule, not a ranking: a class of full 16-byte-vector tiles
-    # runs tile from 2^19 elements and ATen's copy below, whatever the class's scores.
-    def rows(shape):
+def test_holdout_runs_small_work_by_the_kernel_the_chooser_picked_for_each_shape():
+    # Small work runs the chooser's rule, not a ranking: lean where explain says the chooser took
+    # it for that shape (small_transpose), ATen's copy on the class's other shapes, whatever the
+    # class's scores.
+    def rows(shape, chosen):
         cell = Cell("tune", f"s{shape}", shape, (1, 0), "float32")
-        return [Result(cell, "clone", "ok", ms=1.0, ratio=1.0, explain={"class": "t.e4.o4.i4.w16.s", "kernel": "b"}),
-                Result(cell, "tile", "ok", ms=1 / 1.5, ratio=1.5), Result(cell, "aten", "ok", ms=1.0, ratio=1.0)]
-    results = rows((1024, 640)) + rows((256, 256))  # 2^19.3 and 2^16 elements
-    h = tune_table.holdout(results, ("tile", "aten"))
-    assert h.shapes == 2 and h.vs_aten == pytest.approx(1.5 ** 0.5) and h.vs_best == pytest.approx((1 / 1.5) ** 0.5)
+        return [Result(cell, "clone", "ok", ms=1.0, ratio=1.0, explain={"class": "t.e4.o4.i4.w16.s", "kernel": chosen}),
+                Result(cell, "lean", "ok", ms=1 / 1.5, ratio=1.5), Result(cell, "tile", "ok", ms=1 / 2, ratio=2.0),
+                Result(cell, "aten", "ok", ms=1.0, ratio=1.0)]
+    results = rows((1024, 640), "lean") + rows((256, 256), "aten")
+    h = tune_table.holdout(results, ("lean", "tile", "aten"))
+    assert h.shapes == 2 and h.vs_aten == pytest.approx(1.5 ** 0.5) and h.vs_best == pytest.approx((1.5 / 2 * 1 / 2) ** 0.5)
     saved = [tune_table.SavedResult((r.cell.name, r.cell.shape, r.cell.dims, r.cell.dtype, ""), r.op, r.status, r.ratio,
                                     r.explain) for r in results]  # the same from a saved run's rows
-    assert tune_table.holdout(saved, ("tile", "aten")).vs_aten == pytest.approx(1.5 ** 0.5)
+    assert tune_table.holdout(saved, ("lean", "tile", "aten")).vs_aten == pytest.approx(1.5 ** 0.5)
 
 
 def test_class_holdout_runs_a_class_left_out_of_the_table_by_its_family():
@@ -872,11 +878,14 @@ def test_tile_shapes_small_grid_and_its_summary():
     # made-up ratios: Small tiles twice ATen's copy's speed on the largest shape, half elsewhere
     big = max(range(len(grid)), key=lambda i: math.prod(grid[i][0]))
     rows = [{"shape": s, "dims": d, "dtype": str(t), "picked": "square", "chosen": "small" if i == big else "aten",
-             "ratios": {"square": 1.0, "small": 2.0 if i == big else 0.5, "aten": 1.0}}
+             "ratios": {"square": 1.0, "small": 2.0 if i == big else 0.5, "lean": 1.5, "aten": 1.0}}
             for i, (s, d, t) in enumerate(grid)]
     text = tile_shapes.summary(rows, small=True)
-    assert "| small    |" in text and "Against ATen's copy" in text
+    assert "| small    |" in text and "Against ATen's copy" in text and "| lean |" in text
+    assert "| lean     |" not in text  # the tile shapes' shares of the best leave the other kernels out
+    band_rows = [line for line in text.splitlines() if line.startswith(("| under 2^18", "| 2^18", "| 2^19"))]
+    assert band_rows and all(line.split("|")[-2].strip().startswith("1.50 (0/") for line in band_rows)
     assert f"{2 ** (1 / len(grid)):.3f} x ATen's copy over {len(grid)} shapes, 0 more than 5% slower" in text
-    assert f"on the 1 where it runs a tile kernel 2.000 x (worst 2.00 x)" in text
+    assert f"on the 1 where it runs a kernel of ours 2.000 x (worst 2.00 x)" in text
     assert tile_shapes.chosen({"cuda": {"kernel": "tile", "config": "64x64 small tile, 64 threads"}}) == "small"
     assert tile_shapes.chosen({"kernel": "aten", "config": "torch's own strided copy"}) == "aten"

@@ -218,7 +218,7 @@ def test_only_aten_runs_on_the_cpu():
 
 def test_kernel_names_are_the_candidates():
     assert set(KERNELS) == {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather",
-                            "padded", "aten"}
+                            "lean", "padded", "aten"}
     assert set(cute_transpose.VARIANTS) == {"naive_coalesced_read", "naive_coalesced_write", "bank_conflict_read",
                                             "bank_conflict_write", "padded", "swizzled", "tma",
                                             "pipelined"}
@@ -388,6 +388,48 @@ def test_realign_refuses_what_it_cannot_run():
         torch.ops.cute_transpose._explain(x, [1, 0], 90, "realign")
 
 
+# The lean kernel (small work's transpose): (shape, dims, how the input is made, the vector bytes
+# of its loads and stores for 2-byte elements). Batches of 0-3 dims, rows on and off the 16-byte
+# grid on either side, edge tiles along m and n, strided and offset views.
+LEAN_CASES = [
+    ((128, 64), (1, 0), "contiguous", (16, 16)),             # one matrix, whole tiles
+    ((8, 12, 128, 64), (0, 1, 3, 2), "contiguous", (16, 16)),  # attention keys transposed: a batch of 96
+    ((4, 12, 197, 64), (0, 1, 3, 2), "contiguous", (16, 2)),   # ViT keys: output rows of 197, off the grid
+    ((3, 40, 1000), (0, 2, 1), "contiguous", (16, 16)),      # 40 rows: the m-tiles' last one part-full
+    ((5, 37, 29), (0, 2, 1), "contiguous", (2, 2)),          # both sides odd
+    ((2, 3, 5, 24, 40), (0, 2, 1, 4, 3), "contiguous", (16, 16)),  # three batch dims, interleaved in the output
+    ((2, 296, 72), (0, 2, 1), "shifted", (2, 16)),           # input rows of 73 from element 1; the last ends the storage
+    ((2, 64, 96), (0, 2, 1), "stepped", (2, 16)),            # n strided: one element per load
+    ((6, 48, 72), (2, 0, 1), "contiguous", (16, 16)),        # (6 * 48, 72) transposed, one matrix
+    ((7, 3, 61, 8), (1, 0, 3, 2), "offset", (16, 2)),        # n of 8: tiles mostly empty; output rows of 61
+]
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", ONE_PER_SIZE, ids=dtype_id)
+@pytest.mark.parametrize("case", LEAN_CASES, ids=lambda c: f"{'x'.join(map(str, c[0]))}-{''.join(map(str, c[1]))}-{c[2]}")
+def test_lean_transposes_every_element(dtype, case):
+    shape, dims, view, widths = case
+    x = view_of(view, shape, dtype, "cuda")
+    ref = reference(x, dims)
+    config = cute_transpose.explain(x, dims, kernel="lean")["config"]
+    if x.element_size() == 2:  # where 16-byte vectors fit on each side
+        assert f"{widths[0]}-byte loads, {widths[1]}-byte stores" in config, config
+    out = run_poisoned(lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), "lean"), x, ref.shape)
+    assert_bits_equal(out, ref)
+
+
+@pytest.mark.parametrize("make, dims, why", [
+    (lambda: torch.empty(8, 64, 64), (1, 0, 2), "copy route"),
+    (lambda: torch.empty(2, 3, 4, 5, 16, 16)[:, :, :, :, :, :15], (1, 0, 3, 2, 5, 4), "more than 3 batch dims"),
+    (lambda: torch.empty(70000, 4, 4), (0, 2, 1), "more than 65535 matrices"),
+    (lambda: torch.empty(2, 2 ** 30, dtype=torch.uint8), (1, 0), "offsets beyond 32 bits"),
+])
+def test_lean_refuses_what_it_cannot_run(make, dims, why):
+    with pytest.raises(RuntimeError, match=why):
+        torch.ops.cute_transpose._explain(make().to("meta"), list(dims), 90, "lean")
+
+
 GATHER_CASES = [  # (base shape, expand to, dims): the output's innermost dim short, broadcast, or both
     ((1, 1001, 3), (4, 1001, 3), (2, 1, 0)),              # innermost output dim of 4 copies
     ((2, 1, 37, 5), (2, 3, 37, 5), (3, 0, 2, 1)),         # a broadcast dim in the middle
@@ -486,7 +528,7 @@ def test_class_key_marks_small_work_which_runs_aten(shape, dims, small):
     (lambda: torch.empty(1, 128, 8, 63, dtype=torch.bfloat16), (0, 2, 1, 3), "aten"),  # 126-byte rows: one element
     (lambda: torch.empty(64, 8, 33), (1, 0, 2), "aten"),                               # float32 rows of 33: one element
     (lambda: torch.empty(64, 1, 64).expand(64, 8, 64), (1, 0, 2), "aten"),             # broadcast input
-    (lambda: torch.empty(256, 256), (1, 0), "aten"),                                   # a transpose
+    (lambda: torch.empty(256, 255), (1, 0), "aten"),                                   # a transpose (not lean: rows of 255)
 ])
 def test_small_work_runs_rows_where_its_vectors_are_wider_than_the_element(make, dims, kernel):
     # Under 2^20 elements ATen's copy runs, but the copy route in vectors wider than the element
@@ -499,27 +541,23 @@ def test_small_work_runs_rows_where_its_vectors_are_wider_than_the_element(make,
 
 
 @pytest.mark.parametrize("make, dims, kernel", [
-    (lambda: torch.empty(8, 12, 128, 64, dtype=torch.bfloat16), (0, 1, 3, 2), "tile/small"),  # attention keys transposed
-    (lambda: torch.empty(4, 12, 128, 64, dtype=torch.bfloat16), (0, 1, 3, 2), "tile/small"),  # 2-byte: from 2^17
-    (lambda: torch.empty(2, 256, 256, dtype=torch.bfloat16), (0, 2, 1), "tile/small"),        # 2^17 elements
-    (lambda: torch.empty(1, 256, 256, dtype=torch.bfloat16), (0, 2, 1), "aten"),              # 2^16: too few
-    (lambda: torch.empty(768, 768, dtype=torch.uint8), (1, 0), "tile/small"),                 # 589824 elements
-    (lambda: torch.empty(512, 512, dtype=torch.uint8), (1, 0), "aten"),                       # 1-byte: from 2^19
-    (lambda: torch.empty(1024, 640), (1, 0), "tile/small"),                                   # float32, 2^19.3
-    (lambda: torch.empty(32, 128, 128, dtype=torch.float64), (0, 2, 1), "tile/square"),      # 8-byte: larger tiles
-    (lambda: torch.empty(16, 128, 128, dtype=torch.float64), (0, 2, 1), "aten"),              # 2^18: too few
-    (lambda: torch.empty(4, 12, 197, 64), (0, 1, 3, 2), "aten"),                  # small tiles 88% full, square 77%
-    (lambda: torch.empty(8, 12, 128, 63, dtype=torch.bfloat16), (0, 1, 3, 2), "aten"),   # rows off the 16-byte grid
+    (lambda: torch.empty(8, 12, 128, 64, dtype=torch.bfloat16), (0, 1, 3, 2), "lean"),  # attention keys transposed
+    (lambda: torch.empty(1, 256, 256, dtype=torch.bfloat16), (0, 2, 1), "lean"),        # 2^16 elements
+    (lambda: torch.empty(768, 768, dtype=torch.uint8), (1, 0), "lean"),                 # 1-byte elements
+    (lambda: torch.empty(1024, 640), (1, 0), "lean"),                                   # float32, 2^19.3
+    (lambda: torch.empty(16, 128, 128, dtype=torch.float64), (0, 2, 1), "lean"),
+    (lambda: torch.empty(3, 40, 16, dtype=torch.complex128), (0, 2, 1), "lean"),        # 16-byte elements
+    (lambda: torch.empty(4, 12, 197, 64), (0, 1, 3, 2), "lean"),                        # stores of one element
+    (lambda: torch.empty(64, 40, 40, dtype=torch.bfloat16), (0, 2, 1), "aten"),         # tiles 39% full
+    (lambda: torch.empty(8, 12, 128, 63, dtype=torch.bfloat16), (0, 1, 3, 2), "aten"),  # loads of one element
     (lambda: torch.empty(8, 1, 128, 64, dtype=torch.bfloat16).expand(8, 12, 128, 64), (0, 1, 3, 2), "aten"),  # broadcast
+    (lambda: torch.empty(2, 3, 4, 5, 32, 32)[..., :16], (1, 0, 3, 2, 5, 4), "aten"),    # 4 batch dims: lean cannot
 ])
-def test_small_work_runs_tile_where_its_tiles_are_full_in_16_byte_vectors(make, dims, kernel):
-    # kernel: "aten", or "tile/<its tile shape>"
+def test_small_work_runs_lean_where_its_loads_are_vectors_and_its_tiles_half_full(make, dims, kernel):
     info = cute_transpose.explain(make(), dims)["cuda"]
     assert info["class"].endswith(".s") and info["reason"].startswith("small work: "), info
-    assert info["kernel"] == kernel.split("/")[0], info
-    assert ("run tile" in info["reason"]) == kernel.startswith("tile"), info
-    if kernel.startswith("tile"):
-        assert f" {kernel.split('/')[1]} tile, " in info["config"], info
+    assert info["kernel"] == kernel, info
+    assert ("run lean" in info["reason"]) == (kernel == "lean"), info
     for arch in (0, 80):  # GPUs without a table: the same rule (it comes before the table)
         other = json.loads(torch.ops.cute_transpose._explain(make(), list(dims), arch, ""))
         assert (other["kernel"], other["config"]) == (info["kernel"], info["config"])
@@ -528,6 +566,27 @@ def test_small_work_runs_tile_where_its_tiles_are_full_in_16_byte_vectors(make, 
         x = random_tensor(shape, make().dtype, "cuda")
         x = x[tuple(slice(0, 1) if make().stride(d) == 0 else slice(None) for d in range(x.dim()))].expand(shape)
         out = run_poisoned(lambda t: cute_transpose.permute(t, dims), x, [shape[d] for d in dims])
+        assert_bits_equal(out, reference(x, dims))
+
+
+@pytest.mark.parametrize("make, dims, kernel", [
+    (lambda: torch.empty(1024, 1024), (1, 0), "lean"),                                     # 2^20 float32
+    (lambda: torch.empty(1, 16, 1024, 64, dtype=torch.bfloat16), (0, 1, 3, 2), "lean"),   # keys transposed
+    (lambda: torch.empty(2, 1024, 1024, dtype=torch.uint8), (0, 2, 1), "lean"),            # 2^21
+    (lambda: torch.empty(2048, 2048, dtype=torch.uint8), (1, 0), "tile"),                  # 2^22: the table's tile
+    (lambda: torch.empty(297, 11511, dtype=torch.complex128), (1, 0), "tile"),             # 16-byte elements keep tile
+    (lambda: torch.empty(1000, 3001, dtype=torch.bfloat16), (1, 0), "padded"),             # the table's pick is no tile
+    (lambda: torch.empty(64, 40, 40, 40, dtype=torch.bfloat16), (0, 1, 3, 2), "tma"),      # nor here
+])
+def test_lean_runs_what_the_table_gives_tile_in_16_byte_vectors_up_to_2_22_elements(make, dims, kernel):
+    info = cute_transpose.explain(make(), dims)["cuda"]
+    assert not info["class"].endswith(".s") and info["kernel"] == kernel, info
+    assert ("run lean" in info["reason"]) == (kernel == "lean"), info
+    if kernel == "lean":
+        assert info["reason"].startswith("tuned for sm_90: ") and " ranks tile," in info["reason"], info
+    if torch.cuda.is_available():
+        x = random_tensor(make().shape, make().dtype, "cuda")
+        out = run_poisoned(lambda t: cute_transpose.permute(t, dims), x, [x.shape[d] for d in dims])
         assert_bits_equal(out, reference(x, dims))
 
 

@@ -1,0 +1,155 @@
+// The Lean kernel: the transpose of small work. A tensor of a few MiB takes a few microseconds
+// to copy, and what decides the time is how long each warp's chain of instructions runs from
+// its first load to its last store, and how many warps overlap while it does. The tile kernel
+// (tile_transpose.cuh) is built for large work, and its chain is long: 64-bit indexing, a walk
+// that divides a tile index into tile and batch coordinates, up to six batch dims, V x V blocks
+// of up to 16 vectors a thread. On (8, 12, 128, 64) bfloat16 keys transposed it ran 640
+// instructions a warp in 2-warp blocks where Triton's tile kernel ran 142 in 4-warp ones
+// (Nsight Compute, docs/PERFORMANCE.md "Small work").
+//
+// Here each thread's chain is short:
+//   - one tile per block, placed straight by blockIdx (x: n-tiles, y: m-tiles, z: the batch,
+//     of up to three dims), every offset in 32 bits;
+//   - phase 1: each thread loads one vector of an input row (16 bytes, or one element where
+//     the input's rows are off the 16-byte grid) and writes its elements down a column of the
+//     transposed shared tile sT(n, m);
+//   - phase 2: each thread reads one vector along a row of sT -- a piece of an output row --
+//     and stores it (16 bytes, or one element where the output's rows are off the grid).
+// The two sides pick their widths on their own (the chooser, choose.cpp: lean_width). On the keys
+// transposed this ran 100 instructions a warp, 3.84 us against Triton's 3.74 us (Nsight Compute).
+//
+// Shared memory is swizzled in units of U elements: the unit index of m is XORed with the
+// input vector column n / VI, so the column writes of phase 1 -- a warp writes WR consecutive m
+// of WC different rows n -- fall in different banks, while each unit stays whole for the vector
+// reads of phase 2 (U >= VO).
+#include "launch.h"
+#include "vector_tile.cuh"
+
+namespace cute_transpose {
+namespace {
+
+template <class T_, int VI_, int VO_>
+struct LeanTile {
+  using T = T_;
+  static constexpr int VI = VI_, VO = VO_;  // elements per vector: input side, output side
+  static constexpr TileDims kDims = lean_tile(sizeof(T));
+  static constexpr int BM = kDims.bm, BN = kDims.bn, kThreads = kDims.threads;
+  using VecIn = VecOf<VI * int(sizeof(T))>;
+  using VecOut = VecOf<VO * int(sizeof(T))>;
+  // Phase 1: CN vectors per input row, R1 rows per step; phase 2: CM vectors per output row,
+  // R2 rows per step.
+  static constexpr int CN = BN / VI, R1 = kThreads / CN;
+  static constexpr int CM = BM / VO, R2 = kThreads / CM;
+  static_assert(kThreads % CN == 0 && BM % R1 == 0 && kThreads % CM == 0 && BN % R2 == 0);
+  // A warp's phase-1 step covers WR rows (m) of min(CN, 32) vector columns (n).
+  static constexpr int WR = CN >= 32 ? 1 : 32 / CN;
+  static constexpr int U = WR > VO ? (WR < BM ? WR : BM) : VO;
+  using Smem = decltype(cute::composition(
+      cute::Swizzle<log2i(BM / U), log2i(U), log2i(BM) + log2i(VI) - log2i(U)>{},
+      cute::Layout<cute::Shape<cute::Int<BN>, cute::Int<BM>>, cute::Stride<cute::Int<BM>, cute::_1>>{}));  // (BN,BM)
+};
+
+// The problem in 32 bits (the chooser, lean_fits, checks that it fits): the batch of up to three dims is
+// blockIdx.z.
+struct LeanArgs {
+  void const* src;
+  void* dst;
+  int rows, cols, row_stride, col_stride, out_col_stride;
+  int batch_rank;
+  int size[3], in[3], out[3];  // batch dims, outermost first
+};
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads) lean_transpose(LeanArgs const a) {
+  using namespace cute;
+  using T = typename Cfg::T;
+  constexpr int VI = Cfg::VI, VO = Cfg::VO, BM = Cfg::BM, BN = Cfg::BN;
+  __shared__ alignas(16) unsigned char smem[BM * BN * sizeof(T)];
+  Tensor sT = make_tensor(make_smem_ptr(reinterpret_cast<T*>(smem)), typename Cfg::Smem{});  // (BN,BM)
+
+  // The matrix: batch offsets from blockIdx.z, innermost dim first.
+  int z = blockIdx.z, in_at = 0, out_at = 0;
+  CUTE_UNROLL
+  for (int d = 2; d >= 0; --d) {
+    if (d < a.batch_rank) {
+      int const i = d == 0 ? z : z % a.size[d];
+      if (d > 0) z /= a.size[d];
+      in_at += i * a.in[d];
+      out_at += i * a.out[d];
+    }
+  }
+  int const m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  T const* src = static_cast<T const*>(a.src) + in_at + m0 * a.row_stride + n0 * a.col_stride;
+  T* dst = static_cast<T*>(a.dst) + out_at + n0 * a.out_col_stride + m0;
+  int const rows = a.rows - m0, cols = a.cols - n0;  // what is left of the matrix from the tile's corner
+
+  //
+  // 1. input rows -> columns of sT
+  //
+  CUTE_UNROLL
+  for (int i = 0; i < BM / Cfg::R1; ++i) {
+    int const m = threadIdx.x / Cfg::CN + i * Cfg::R1, n = threadIdx.x % Cfg::CN * VI;
+    if (m < rows && n < cols) {
+      typename Cfg::VecIn const v = *reinterpret_cast<typename Cfg::VecIn const*>(src + m * a.row_stride + n * a.col_stride);
+      T e[VI];
+      memcpy(e, &v, sizeof(v));
+      // Rows n .. n + VI - 1 of sT share their swizzle (it depends on n / VI): one address.
+      T* column = &sT(n, m);
+      CUTE_UNROLL
+      for (int j = 0; j < VI; ++j) column[j * BM] = e[j];
+    }
+  }
+  __syncthreads();
+
+  //
+  // 2. rows of sT -> output rows
+  //
+  CUTE_UNROLL
+  for (int i = 0; i < BN / Cfg::R2; ++i) {
+    int const n = threadIdx.x / Cfg::CM + i * Cfg::R2, m = threadIdx.x % Cfg::CM * VO;
+    if (n < cols && m < rows) {
+      auto const& v = *reinterpret_cast<typename Cfg::VecOut const*>(&sT(n, m));  // a unit holds it whole
+      T* to = dst + n * a.out_col_stride + m;
+      if constexpr (sizeof(v) == 16) store_vector(to, v);
+      else *reinterpret_cast<typename Cfg::VecOut*>(to) = v;
+    }
+  }
+}
+
+template <class T, int VI, int VO>
+cudaError_t launch_lean_config(LeanArgs const& a, int batch, cudaStream_t stream) {
+  using Cfg = LeanTile<T, VI, VO>;
+  dim3 const grid((a.cols + Cfg::BN - 1) / Cfg::BN, (a.rows + Cfg::BM - 1) / Cfg::BM, batch);
+  lean_transpose<Cfg><<<grid, Cfg::kThreads, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t launch_lean(Problem const& p, int in_width, int out_width, cudaStream_t stream) {
+  // The chooser (choose.cpp, lean_fits) has checked that every offset fits in 32 bits.
+  constexpr int kMaxGridYZ = 65535;
+  TileDims const t = lean_tile(p.element_size);
+  if ((p.out_row_stride != 1 && p.rows > 1) || p.batch.rank > 3 || p.batch.count > kMaxGridYZ ||
+      (p.rows + t.bm - 1) / t.bm > kMaxGridYZ)
+    return cudaErrorInvalidValue;
+  LeanArgs a{p.src, p.dst, int(p.rows), int(p.cols), int(p.row_stride), int(p.col_stride), int(p.out_col_stride),
+             p.batch.rank, {}, {}, {}};
+  for (int d = 0; d < p.batch.rank; ++d) {
+    a.size[d] = int(p.batch.size[d]);
+    a.in[d] = int(p.batch.in_stride[d]);
+    a.out[d] = int(p.batch.out_stride[d]);
+  }
+  return with_element_type(p.element_size, [&](auto e) -> cudaError_t {
+    using T = decltype(e);
+    constexpr int E = sizeof(T), V = 16 / E;
+    bool const vin = in_width == 16, vout = out_width == 16;
+    if ((in_width != 16 && in_width != E) || (out_width != 16 && out_width != E)) return cudaErrorInvalidValue;
+    if (vin && vout) return launch_lean_config<T, V, V>(a, int(p.batch.count), stream);
+    if (vin) return launch_lean_config<T, V, 1>(a, int(p.batch.count), stream);
+    if (vout) return launch_lean_config<T, 1, V>(a, int(p.batch.count), stream);
+    return launch_lean_config<T, 1, 1>(a, int(p.batch.count), stream);
+  });
+}
+
+}  // namespace cute_transpose
