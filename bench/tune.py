@@ -78,6 +78,7 @@ class Chooser:
     source: str
     offers: Callable[[Cell, str], bool] = lambda cell, kernel: True
     config: Callable[[Cell, str], str] = lambda cell, kernel: ""  # a named kernel's configuration
+    pick: Callable[[Cell], Optional[str]] = lambda cell: None  # the kernel the chooser runs a cell with
 
 
 def cuda_arch() -> int:
@@ -114,7 +115,8 @@ def real_chooser() -> Optional[Chooser]:
     return Chooser(tuple(ct.KERNELS),
                    lambda x, dims, k: torch.ops.cute_transpose._permute_with(x, list(dims), k),
                    lambda x, dims: dict(ct.explain(x, list(dims))),
-                   lambda cell: json.loads(explain(cell, ""))["class"], "cute_transpose", offers, config)
+                   lambda cell: json.loads(explain(cell, ""))["class"], "cute_transpose", offers, config,
+                   lambda cell: json.loads(explain(cell, ""))["kernel"])
 
 
 def fake_class(x: torch.Tensor, dims: Dims) -> str:
@@ -436,14 +438,16 @@ def offered(results: list, chooser: Chooser, cell_of: Callable = lambda cell: ce
 
 def reclassified(results: list[SavedResult], chooser: Chooser) -> list[SavedResult]:
     """The saved results as this build's chooser sees them (meta tensors): each shape in the
-    class it gives it, and a kernel it does not offer for a shape counted as unable to run it."""
-    keys: dict[tuple, str] = {}
+    class it gives it, with the kernel it picks for it (which small work's replay takes), and a
+    kernel it does not offer for a shape counted as unable to run it."""
+    keys: dict[tuple, tuple[str, Optional[str]]] = {}
     out = []
     for r in results:
         if r.explain is not None:
             if r.cell not in keys:
-                keys[r.cell] = chooser.classify(saved_cell(r.cell))
-            r = dataclasses.replace(r, explain={**r.explain, "class": keys[r.cell]})
+                keys[r.cell] = chooser.classify(saved_cell(r.cell)), chooser.pick(saved_cell(r.cell))
+            key, kernel = keys[r.cell]
+            r = dataclasses.replace(r, explain={**r.explain, "class": key, **({"kernel": kernel} if kernel else {})})
         out.append(r)
     return offered(out, chooser, saved_cell)
 
@@ -476,7 +480,9 @@ def rerank(args: argparse.Namespace) -> int:
             "chooser": runs[0]["meta"]["chooser"] + f" ({how} from {', '.join(p.name for p in args.rerank)})",
             "shapes": sum(run["meta"]["shapes"] for run in runs),
             "grid_shapes": sum(run["meta"]["grid_shapes"] for run in runs),
-            "seconds": round(sum(run["meta"]["seconds"] for run in runs), 1)}
+            "seconds": round(sum(run["meta"]["seconds"] for run in runs), 1),
+            # every run's kernels: a run may have timed one the others did not (lean: the small grid)
+            "kernels": list(dict.fromkeys(k for run in runs for k in run["meta"]["kernels"]))}
     if len(runs) > 1:
         meta["seed"] = ", ".join(str(run["meta"]["seed"]) for run in runs)
         meta["retimed"] = "; ".join(f"{path.name}: {run['meta']['retimed']}" for path, run in zip(args.rerank, runs)

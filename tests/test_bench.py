@@ -635,6 +635,25 @@ def test_class_holdout_runs_a_class_left_out_of_the_table_by_its_family():
     assert "3 classes held out whole, their 9 shapes run by their family's pick" in h.text()
 
 
+def test_tune_rerank_replays_small_work_by_this_builds_pick_over_every_runs_kernels(tmp_path, capsys):
+    # a small transpose (the attention keys) saved when the chooser ran ATen's copy there, timed
+    # with lean in a second run: re-classified, it runs lean (small_transpose), at 1.5 x ATen's copy
+    from bench import tune
+    meta = {"device_name": "GPU", "torch": "2.14", "date": "2026-01-01", "chooser": "cute_transpose",
+            "kernels": ["aten"], "seed": 1, "shapes": 1, "grid_shapes": 1, "seconds": 1.0, "timing": "t"}
+    paths = []
+    for i, ratios in enumerate(({"clone": 1.0, "aten": 0.5}, {"clone": 1.0, "lean": 0.75, "aten": 0.5})):
+        rows = [{"case": "keys", "shape": [8, 12, 128, 64], "dims": [0, 1, 3, 2], "dtype": "bfloat16", "view": "",
+                 "kernel": k, "status": "ok", "ms": 1 / r, "ratio": r, "detail": "",
+                 "explain": {"class": "t.old.s", "kernel": "aten"} if k == "clone" else None} for k, r in ratios.items()]
+        paths.append(tmp_path / f"run{i}.json")
+        paths[-1].write_text(__import__("json").dumps({"meta": {**meta, "kernels": [k for k in ratios if k != "clone"]},
+                                                       "classes": [], "rows": rows}))
+    capsys.readouterr()
+    assert tune.main(["--rerank", *map(str, paths), "--reclassify", "--holdout", "--out", str(tmp_path / "t.inc")]) == 0
+    assert "1 shapes held out: the pick reaches 1.000 of the best kernel and 1.500 x ATen's copy" in capsys.readouterr().out
+
+
 def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path, capsys):
     from bench import tune
     import cute_transpose
