@@ -31,6 +31,7 @@ import argparse
 import collections
 import dataclasses
 import datetime
+import functools
 import json
 import re
 import statistics
@@ -112,11 +113,14 @@ def real_chooser() -> Optional[Chooser]:
             return json.loads(explain(cell, kernel))["config"]
         except RuntimeError:
             return ""
+    @functools.lru_cache(maxsize=1)  # classify and pick ask about the same cell in turn
+    def choice(cell: Cell) -> dict:
+        return json.loads(explain(cell, ""))
     return Chooser(tuple(ct.KERNELS),
                    lambda x, dims, k: torch.ops.cute_transpose._permute_with(x, list(dims), k),
                    lambda x, dims: dict(ct.explain(x, list(dims))),
-                   lambda cell: json.loads(explain(cell, ""))["class"], "cute_transpose", offers, config,
-                   lambda cell: json.loads(explain(cell, ""))["kernel"])
+                   lambda cell: choice(cell)["class"], "cute_transpose", offers, config,
+                   lambda cell: choice(cell)["kernel"])
 
 
 def fake_class(x: torch.Tensor, dims: Dims) -> str:

@@ -20,6 +20,17 @@ bool aligned(void const* p, int64_t bytes) { return reinterpret_cast<uintptr_t>(
 // What each kernel can run.
 //
 
+// One side of the problem moves in W-byte vectors of V = W / E elements: that side's innermost
+// length, its rows' stride, every batch stride on that side and its start are whole vectors
+// (the input side: n's length and the input rows' stride; the output side: m's and the output's).
+bool side_fits(Problem const& p, int W, bool input) {
+  int64_t const V = W / p.element_size;
+  bool ok = input ? divisible(p.cols, V) && (divisible(p.row_stride, V) || p.rows == 1) && aligned(p.src, W)
+                  : divisible(p.rows, V) && (divisible(p.out_col_stride, V) || p.cols == 1) && aligned(p.dst, W);
+  for (int d = 0; d < p.batch.rank; ++d) ok = ok && divisible(input ? p.batch.in_stride[d] : p.batch.out_stride[d], V);
+  return ok;
+}
+
 // Tile: the problem moves in W-byte vectors of V = W / E elements on both sides: n (input) and
 // m (output) are unit-stride, and every other stride, every offset and both sizes are whole
 // vectors.
@@ -27,17 +38,12 @@ bool tile_fits(Problem const& p, int W) {
   int64_t const V = W / p.element_size;
   if (V < 1 || W % p.element_size != 0) return false;
   if (!(p.col_stride == 1 || p.cols == 1) || !(p.out_row_stride == 1 || p.rows == 1)) return false;
-  if (V == 1) return true;
-  for (int d = 0; d < p.batch.rank; ++d)
-    if (!divisible(p.batch.in_stride[d], V) || !divisible(p.batch.out_stride[d], V)) return false;
-  return divisible(p.cols, V) && divisible(p.rows, V) && (divisible(p.row_stride, V) || p.rows == 1) &&
-         (divisible(p.out_col_stride, V) || p.cols == 1) && aligned(p.src, W) && aligned(p.dst, W);
+  return V == 1 || (side_fits(p, W, true) && side_fits(p, W, false));
 }
 
 // Lean (cuda/lean_transpose.cu): a transpose (m unit-stride in the output) of up to three batch
 // dims, each grid dim within CUDA's limits and every offset in 32 bits.
 bool lean_fits(Problem const& p, std::string* why) {
-  constexpr int64_t kMaxGridYZ = 65535;
   TileDims const t = lean_tile(p.element_size);
   if (p.out_row_stride != 1 && p.rows > 1) return *why = "m is not unit-stride in the output", false;
   if (p.batch.rank > 3) return *why = "more than 3 batch dims", false;
@@ -58,12 +64,8 @@ bool lean_fits(Problem const& p, std::string* why) {
 // Lean's vector on one side: 16 bytes where that side's rows, strides and start are whole
 // 16-byte vectors (and n unit-stride, on the input side), else one element.
 int lean_width(Problem const& p, bool input) {
-  int64_t const E = p.element_size, V = 16 / E;
-  bool ok = input ? (p.col_stride == 1 || p.cols == 1) && divisible(p.cols, V) && (divisible(p.row_stride, V) || p.rows == 1) &&
-                        aligned(p.src, 16)
-                  : divisible(p.rows, V) && (divisible(p.out_col_stride, V) || p.cols == 1) && aligned(p.dst, 16);
-  for (int d = 0; d < p.batch.rank; ++d) ok = ok && divisible(input ? p.batch.in_stride[d] : p.batch.out_stride[d], V);
-  return ok ? 16 : int(E);
+  bool const unit_n = p.col_stride == 1 || p.cols == 1;
+  return (!input || unit_n) && side_fits(p, 16, input) ? 16 : p.element_size;
 }
 
 // The widest vector the Tile kernel can use, of those it is compiled for: 16 bytes, 4 bytes

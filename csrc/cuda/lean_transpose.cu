@@ -128,7 +128,6 @@ cudaError_t launch_lean_config(LeanArgs const& a, int batch, cudaStream_t stream
 
 cudaError_t launch_lean(Problem const& p, int in_width, int out_width, cudaStream_t stream) {
   // The chooser (choose.cpp, lean_fits) has checked that every offset fits in 32 bits.
-  constexpr int kMaxGridYZ = 65535;
   TileDims const t = lean_tile(p.element_size);
   if ((p.out_row_stride != 1 && p.rows > 1) || p.batch.rank > 3 || p.batch.count > kMaxGridYZ ||
       (p.rows + t.bm - 1) / t.bm > kMaxGridYZ)
