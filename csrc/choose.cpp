@@ -628,6 +628,11 @@ std::optional<Choice> small_rows(Plan const& plan, Device const& device) {
 // elements, which ran the tile kernel (Small tiles: 0.84-0.85 of clone where Triton's tile kernel
 // ran 0.96-0.98; its 640 instructions a warp against Triton's 142 in Nsight Compute were what the
 // lean kernel set out to cut).
+// offered() holds lean to the same kLeanFill wherever it runs, so the table never ranks it for
+// tiles less than half full: the four main grids timed it (the transposes loaded in 16-byte
+// vectors, `bench/tune.py --retime ... --remeasure lean --beside tile tma padded`), where it ran
+// 1.03-1.13 x the pick before on 1-byte elements up to 2^26 and 0.80-0.95 x on 4- to 16-byte
+// ones, and a class that pooled one half-full shape with eighth-full ones ranked it first.
 constexpr double kLeanFill = 0.5;
 
 // Just above small work, from 2^20 to kLeanMidWork elements of 1-8 bytes, the lean kernel also
@@ -650,9 +655,7 @@ constexpr int64_t kLeanMidWork = int64_t(1) << 22;
 std::optional<Choice> small_transpose(Plan const& plan, Device const& device) {
   if (plan.copy_route() || broadcast_input(plan)) return std::nullopt;
   auto c = force(plan, Kernel::Lean, device, nullptr);
-  if (!c || c->width != 16) return std::nullopt;
-  Problem const& p = *c->problem;
-  return tile_fill(p.rows, p.cols, lean_tile(p.element_size)) >= kLeanFill ? c : std::nullopt;
+  return c && c->width == 16 && offered(*c, nullptr) ? c : std::nullopt;  // offered(): tiles kLeanFill full
 }
 
 Class classify(Plan const& plan) {
@@ -1037,6 +1040,8 @@ bool offered(Choice const& c, std::string* why) {
   Problem const& p = *c.problem;
   if (c.kernel == Kernel::Padded && tile_fill(p.rows, p.cols, seed_tile(p.element_size)) < kMinTileFill)
     return refuse("its tiles would be less than a quarter full");
+  if (c.kernel == Kernel::Lean && tile_fill(p.rows, p.cols, lean_tile(p.element_size)) < kLeanFill)
+    return refuse("its tiles would be less than half full");
   if (c.kernel == Kernel::Realign && realign_tiles(p) < kMinRealignTiles)
     return refuse("fewer than " + std::to_string(kMinRealignTiles) + " tiles");
   if (c.kernel == Kernel::Interleave && c.width == p.element_size) {

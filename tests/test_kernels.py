@@ -572,7 +572,7 @@ def test_small_work_runs_lean_where_its_loads_are_vectors_and_its_tiles_half_ful
 @pytest.mark.parametrize("make, dims, kernel", [
     (lambda: torch.empty(1024, 1024), (1, 0), "lean"),                                     # 2^20 float32
     (lambda: torch.empty(1, 16, 1024, 64, dtype=torch.bfloat16), (0, 1, 3, 2), "lean"),   # keys transposed
-    (lambda: torch.empty(2, 1024, 1024, dtype=torch.uint8), (0, 2, 1), "lean"),            # 2^21
+    (lambda: torch.empty(2, 1024, 1024, dtype=torch.uint8), (0, 2, 1), "lean"),            # 2^21: the table's lean
     (lambda: torch.empty(2048, 2048, dtype=torch.uint8), (1, 0), "tile"),                  # 2^22: the table's tile
     (lambda: torch.empty(297, 11511, dtype=torch.complex128), (1, 0), "tile"),             # 16-byte elements keep tile
     (lambda: torch.empty(1000, 3001, dtype=torch.bfloat16), (1, 0), "padded"),             # the table's pick is no tile
@@ -581,9 +581,11 @@ def test_small_work_runs_lean_where_its_loads_are_vectors_and_its_tiles_half_ful
 def test_lean_runs_what_the_table_gives_tile_in_16_byte_vectors_up_to_2_22_elements(make, dims, kernel):
     info = cute_transpose.explain(make(), dims)["cuda"]
     assert not info["class"].endswith(".s") and info["kernel"] == kernel, info
-    assert ("run lean" in info["reason"]) == (kernel == "lean"), info
+    assert info["reason"].startswith("tuned for sm_90: "), info
+    # lean comes from the rule where the table ranks tile first, or from the table itself
+    assert ("run lean" in info["reason"]) == (kernel == "lean" and " ranks tile," in info["reason"]), info
     if kernel == "lean":
-        assert info["reason"].startswith("tuned for sm_90: ") and " ranks tile," in info["reason"], info
+        assert " ranks tile," in info["reason"] or " ranks lean," in info["reason"], info
     if torch.cuda.is_available():
         x = random_tensor(make().shape, make().dtype, "cuda")
         out = run_poisoned(lambda t: cute_transpose.permute(t, dims), x, [x.shape[d] for d in dims])
@@ -606,6 +608,16 @@ def test_padded_is_no_candidate_on_tiles_less_than_a_quarter_full():
     assert cute_transpose.explain(x, (1, 2, 0))["cuda"]["kernel"] != "padded"
     assert cute_transpose.explain(x[:64, :64], (1, 2, 0), kernel="box")["cuda"]["offered"]
     # (the seed ladder's padded op and _permute_with still run it: test_each_kernel_on_its_cases)
+
+
+def test_lean_is_no_candidate_on_tiles_less_than_half_full():
+    # 16 x 8 float32 matrices in lean's 32 x 32 tiles: an eighth full (the rule for small work
+    # and the table's rankings both take lean only where its tiles are at least half full)
+    x = torch.empty(600, 8, 16)
+    named = cute_transpose.explain(x, (0, 2, 1), kernel="lean")["cuda"]
+    assert not named["offered"] and named["reason"].endswith("less than half full"), named
+    assert cute_transpose.explain(x, (0, 2, 1))["cuda"]["kernel"] != "lean"
+    assert cute_transpose.explain(torch.empty(600, 16, 32), (0, 2, 1), kernel="lean")["cuda"]["offered"]  # half
 
 
 def test_realign_is_no_candidate_on_fewer_tiles_than_a_wave():
