@@ -29,7 +29,7 @@ enum class Kernel {
   Split,       // the tile transpose with two dims on each short side (cuda/split_transpose.cu)
   Realign,     // the tile transpose of rows off the 16-byte grid in aligned 16-byte vectors (cuda/realign.cu)
   Gather,      // any permute in output order: vector stores, each element loaded on its own (cuda/gather.cu)
-  Lean,        // small work's transpose: one tile per block, a short chain per thread (cuda/lean_transpose.cu)
+  Lean,        // a short chain per thread: small work, and where the table ranks it (cuda/lean_transpose.cu)
   // The seed ladder, only when asked for by name.
   NaiveCoalescedRead,
   NaiveCoalescedWrite,

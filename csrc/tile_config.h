@@ -96,8 +96,8 @@ constexpr TileDims tile_dims(int element_size, int width, TileShape shape) {
 // CUDA's limit on a grid's y and z dims, which the Lean kernel's m-tiles and batch take.
 constexpr long long kMaxGridYZ = 65535;
 
-// The Lean kernel's tile (cuda/lean_transpose.cu, small work): 1-8 KiB, one 16-byte vector a
-// thread on each side where the rows allow it (two for 8-byte elements), 128-256 threads.
+// The Lean kernel's tile (cuda/lean_transpose.cu): 1-8 KiB, one 16-byte vector a thread on each
+// side where the rows allow it (two for 8-byte elements), 128-256 threads.
 constexpr TileDims lean_tile(int element_size) {
   switch (element_size) {
     case 1: return {64, 64, 256};

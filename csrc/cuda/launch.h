@@ -39,8 +39,9 @@ cudaError_t launch_tile(Problem const& p, int width, TileShape shape, cudaStream
 // sides, the input's through cp.async, elements of 1-8 bytes.
 cudaError_t launch_realign(Problem const& p, cudaStream_t stream);
 
-// The transpose of small work (lean_transpose.cu): one tile per block, 32-bit offsets, up to
-// three batch dims; `in_width`- and `out_width`-byte vectors (16, or the element size).
+// The lean transpose (lean_transpose.cu; small work, and where the table ranks it): one tile
+// per block, 32-bit offsets, up to three batch dims; `in_width`- and `out_width`-byte vectors
+// (16, or the element size).
 cudaError_t launch_lean(Problem const& p, int in_width, int out_width, cudaStream_t stream);
 
 // The tile transpose with two dims on each short side (split_transpose.cu), square tiles.

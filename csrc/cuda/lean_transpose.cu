@@ -1,11 +1,12 @@
-// The Lean kernel: the transpose of small work. A tensor of a few MiB takes a few microseconds
-// to copy, and what decides the time is how long each warp's chain of instructions runs from
-// its first load to its last store, and how many warps overlap while it does. The tile kernel
-// (tile_transpose.cuh) is built for large work, and its chain is long: 64-bit indexing, a walk
-// that divides a tile index into tile and batch coordinates, up to six batch dims, V x V blocks
-// of up to 16 vectors a thread. On (8, 12, 128, 64) bfloat16 keys transposed it ran 640
-// instructions a warp in 2-warp blocks where Triton's tile kernel ran 142 in 4-warp ones
-// (Nsight Compute, docs/PERFORMANCE.md "Small work").
+// The Lean kernel: the transpose of small work (and of the classes the tuning table ranks it first
+// in: batches of small matrices, mostly 1- and 2-byte elements). A tensor of a few MiB takes a few
+// microseconds to copy, and what decides the time is how long each warp's chain of instructions
+// runs from its first load to its last store, and how many warps overlap while it does. The tile
+// kernel (tile_transpose.cuh) is built for large work, and its chain is long: 64-bit indexing, a
+// walk that divides a tile index into tile and batch coordinates, up to six batch dims, V x V
+// blocks of up to 16 vectors a thread. On (8, 12, 128, 64) bfloat16 keys transposed it ran 640
+// instructions a warp in 2-warp blocks where Triton's tile kernel ran 142 in 4-warp ones (Nsight
+// Compute, docs/PERFORMANCE.md "Small work").
 //
 // Here each thread's chain is short:
 //   - one tile per block, placed straight by blockIdx (x: n-tiles, y: m-tiles, z: the batch,
