@@ -43,8 +43,8 @@ bool tile_fits(Problem const& p, int W) {
 
 // Lean (cuda/lean_transpose.cu): a transpose (m unit-stride in the output) of up to three batch
 // dims, each grid dim within CUDA's limits and every offset in 32 bits.
-bool lean_fits(Problem const& p, std::string* why) {
-  TileDims const t = lean_tile(p.element_size);
+bool lean_fits(Problem const& p, TileShape shape, std::string* why) {
+  TileDims const t = lean_tile(p.element_size, shape);
   if (p.out_row_stride != 1 && p.rows > 1) return *why = "m is not unit-stride in the output", false;
   if (p.batch.rank > 3) return *why = "more than 3 batch dims", false;
   if (p.batch.count > kMaxGridYZ || (p.rows + t.bm - 1) / t.bm > kMaxGridYZ)
@@ -111,11 +111,11 @@ bool tile_too_empty(Problem const& p, int W, TileShape s) {
 // 41 shapes under 0.95 of it), the least waste among square, tall and wide tiles at 0.957 (94),
 // and on the 11 TTC cells of m and n <= 608 at 0.9996 (0.863).
 constexpr double kTileRunBytes = 1024;
-double tile_shape_score(Problem const& p, int W, TileShape s) {
-  TileDims const t = tile_dims(p.element_size, W, s);
+double shape_score(Problem const& p, TileDims t) {
   double const run = double(std::min<int64_t>(t.bm, p.rows) * p.element_size);
   return tile_fill(p.rows, p.cols, t) * std::sqrt(std::min(1.0, run / kTileRunBytes));
 }
+double tile_shape_score(Problem const& p, int W, TileShape s) { return shape_score(p, tile_dims(p.element_size, W, s)); }
 // Square tiles at least 99% full stay square: on the benchmark's large matrices (4096^2 to
 // 32768^2), tall tiles ran 1- and 2-byte elements at 0.87-0.94 of clone, square ones 0.92-0.97;
 // on the random grids above, this exception changes the pick's share of the best by < 0.001.
@@ -187,6 +187,20 @@ TileShape tile_shape(Problem const& p, int W) {
     if (tile_shape_score(p, W, s) > tile_shape_score(p, W, best)) best = s;
   if (column && tile_shape_score(p, W, TileShape::Column) > tile_shape_score(p, W, best)) best = TileShape::Column;
   return best;
+}
+
+// Where the tile kernel takes its large tiles, larger than square ones (1-byte elements: 256 x
+// 256, from kLargeTiles of them, 2^28 elements), the lean kernel is not offered: the tuning grids
+// (up to 2^27 elements) never reached such work, and their ranking of the lean kernel first in
+// classes of full uint8 matrices does not carry over. On the H100, 16384^2 uint8 ran the tile
+// kernel's large tiles at 0.955 of clone, large lean tiles at 0.913 (one probe); in the benchmark
+// 32768^2, 8192 x 32768 and 32768 x 8192 uint8 ran large lean tiles at 0.910-0.915, the tile
+// kernel's large tiles 0.954-0.973 in the run before.
+bool tile_takes_larger_tiles(Problem const& p) {
+  if (tile_width(p) != 16) return false;
+  TileDims const large = tile_dims(p.element_size, 16, TileShape::Large),
+                 square = tile_dims(p.element_size, 16, TileShape::Square);
+  return (large.bm != square.bm || large.bn != square.bn) && tile_shape(p, 16) == TileShape::Large;
 }
 
 // The walk over a tile kernel's tiles (Problem::m_first): m-tiles fastest where the output's
@@ -652,6 +666,37 @@ constexpr double kLeanFill = 0.5;
 // of clone, the tile kernel 0.939.
 constexpr int64_t kLeanMidWork = int64_t(1) << 22;
 
+// The lean kernel's tile shape (tile_config.h, kLeanShapes). Under kLeanMidWork elements, the
+// square tile, with which small work and the mid-size rule above were measured. From there, the
+// shape the tile kernel's score picks (shape_score: fill x sqrt(output run / 1 KiB)), among those
+// at least kLeanFill full: with four times the vectors a thread (tall, wide, large), more bytes
+// are in flight, and tall tiles write output runs four times as long. As for the tile kernel
+// (kSquareFullFill), full square tiles take the large shape instead of the tall one the score
+// prefers: on 8192^2, large / square / tall lean tiles ran 0.934 / 0.919 / 0.900 of clone
+// (uint8), 0.963 / 0.933 / 0.939 (float32), 0.918 / 0.910 / 0.897 (bfloat16), and 64 x 1024^2
+// uint8 ran 0.947 square and 0.911 tall. On the H100, over 169 transposes of 2^22-2^27 elements
+// from the four main tuning grids (12 per element size and size band, each lean shape timed
+// beside clone, the better of two rounds), this shape ran 1.07 x the square tile's speed
+// (geomean; 1.04 x at 2^22-2^24 elements, 1.08 x above), more than 5% faster on 44 and more than
+// 5% slower on 13, and reached 0.950 of the best lean shape, the square tile 0.889. Under 2^22
+// the same rule gained nothing (0.998 x over 60 shapes). The TTC suite's float32 planes of
+// 48 x 48 ((28, 48, 28, 28, 48) permuted (4, 0, 3, 2, 1) and the like, 56% full) ran large lean
+// tiles at 0.86-0.96 of clone, the tile kernel 0.77-0.86.
+TileShape lean_shape(Problem const& p, int64_t elements) {
+  if (elements < kLeanMidWork) return TileShape::Square;
+  if (tile_fill(p.rows, p.cols, lean_tile(p.element_size)) >= kSquareFullFill &&
+      tile_fill(p.rows, p.cols, lean_tile(p.element_size, TileShape::Large)) >= kSquareFullFill)
+    return TileShape::Large;
+  TileShape best = TileShape::Square;
+  double best_score = shape_score(p, lean_tile(p.element_size));
+  for (TileShape s : kLeanShapes) {
+    TileDims const t = lean_tile(p.element_size, s);
+    if (tile_fill(p.rows, p.cols, t) >= kLeanFill && shape_score(p, t) > best_score)
+      best = s, best_score = shape_score(p, t);
+  }
+  return best;
+}
+
 std::optional<Choice> small_transpose(Plan const& plan, Device const& device) {
   if (plan.copy_route() || broadcast_input(plan)) return std::nullopt;
   auto c = force(plan, Kernel::Lean, device, nullptr);
@@ -872,9 +917,10 @@ std::string Choice::config() const {
     }
     case Kernel::Gather: o << width << "-byte stores, every element loaded on its own"; break;
     case Kernel::Lean: {
-      TileDims const t = lean_tile(problem->element_size);
-      o << t.bm << "x" << t.bn << " tile, " << t.threads << " threads, one tile per block, " << width
-        << "-byte loads, " << out_width << "-byte stores";
+      TileDims const t = lean_tile(problem->element_size, shape);
+      o << t.bm << "x" << t.bn << (shape == TileShape::Square ? "" : std::string(" ") + tile_shape_name(shape))
+        << " tile, " << t.threads << " threads, one tile per block, " << width << "-byte loads, " << out_width
+        << "-byte stores";
       break;
     }
     case Kernel::Aten: o << "torch's own strided copy"; break;
@@ -979,7 +1025,10 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       return c;
     case Kernel::Lean:
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
-      if (!lean_fits(p, why)) return std::nullopt;
+      c.shape = shape ? *shape : lean_shape(p, plan.elements);
+      if (std::find(std::begin(kLeanShapes), std::end(kLeanShapes), c.shape) == std::end(kLeanShapes))
+        return *why = std::string("the lean kernel has no ") + tile_shape_name(c.shape) + " tile", std::nullopt;
+      if (!lean_fits(p, c.shape, why)) return std::nullopt;
       c.width = lean_width(p, true);
       c.out_width = lean_width(p, false);
       return c;
@@ -1040,8 +1089,10 @@ bool offered(Choice const& c, std::string* why) {
   Problem const& p = *c.problem;
   if (c.kernel == Kernel::Padded && tile_fill(p.rows, p.cols, seed_tile(p.element_size)) < kMinTileFill)
     return refuse("its tiles would be less than a quarter full");
-  if (c.kernel == Kernel::Lean && tile_fill(p.rows, p.cols, lean_tile(p.element_size)) < kLeanFill)
+  if (c.kernel == Kernel::Lean && tile_fill(p.rows, p.cols, lean_tile(p.element_size, c.shape)) < kLeanFill)
     return refuse("its tiles would be less than half full");
+  if (c.kernel == Kernel::Lean && tile_takes_larger_tiles(p))
+    return refuse("the tile kernel's large tiles run this work (" + std::to_string(kLargeTiles) + " or more of them)");
   if (c.kernel == Kernel::Realign && realign_tiles(p) < kMinRealignTiles)
     return refuse("fewer than " + std::to_string(kMinRealignTiles) + " tiles");
   if (c.kernel == Kernel::Interleave && c.width == p.element_size) {

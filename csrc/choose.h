@@ -51,7 +51,7 @@ struct Choice {
   Kernel kernel = Kernel::Aten;
   int width = 0;                      // Rows, Tile, Interleave, Tma, Gather, Lean (input side): vector bytes
   int out_width = 0;                  // Lean: the output side's vector bytes
-  TileShape shape = TileShape::Square;  // Tile
+  TileShape shape = TileShape::Square;  // Tile, Lean
   int channels = 0;                   // Interleave: the short side's length C
   bool pack = false;                  // Interleave: planes -> interleaved (true) or back
   std::optional<Problem> problem;     // every kernel but Box and Aten

@@ -97,16 +97,26 @@ constexpr TileDims tile_dims(int element_size, int width, TileShape shape) {
 constexpr long long kMaxGridYZ = 65535;
 
 // The Lean kernel's tile (cuda/lean_transpose.cu): 1-8 KiB, one 16-byte vector a thread on each
-// side where the rows allow it (two for 8-byte elements), 128-256 threads.
-constexpr TileDims lean_tile(int element_size) {
+// side where the rows allow it (two for 8-byte elements), 128-256 threads. Its other shapes keep
+// the threads and give each four times the vectors: four times as tall (Tall: m) or as wide
+// (Wide: n), or twice both (Large).
+constexpr TileDims lean_tile(int element_size, TileShape shape = TileShape::Square) {
+  TileDims t{};
   switch (element_size) {
-    case 1: return {64, 64, 256};
-    case 2: return {32, 32, 128};
-    case 4: return {32, 32, 256};
-    case 8: return {32, 32, 256};
-    default: return {16, 16, 256};
+    case 1: t = {64, 64, 256}; break;
+    case 2: t = {32, 32, 128}; break;
+    case 4: t = {32, 32, 256}; break;
+    case 8: t = {32, 32, 256}; break;
+    default: t = {16, 16, 256}; break;
+  }
+  switch (shape) {
+    case TileShape::Tall: return {4 * t.bm, t.bn, t.threads};
+    case TileShape::Wide: return {t.bm, 4 * t.bn, t.threads};
+    case TileShape::Large: return {2 * t.bm, 2 * t.bn, t.threads};
+    default: return t;
   }
 }
+constexpr TileShape kLeanShapes[] = {TileShape::Square, TileShape::Tall, TileShape::Wide, TileShape::Large};
 
 // The Realign kernel's tile (cuda/realign.cu): 128 elements of each output row by 256 bytes of
 // each input row, 256 threads, for elements of 1-8 bytes.

@@ -91,14 +91,16 @@ def main() -> int:
         x = (torch.randn(shape) * 100).to(dtype) if dtype.is_complex else torch.randint(0, 100, shape).to(dtype)
         results.append(check(lambda: torch.ops.cute_transpose._permute_with(x.cuda(), [0, 2, 1], "tile/small"),
                              x.transpose(-2, -1).contiguous(), f"permute[tile/small] {dtype} {shape}", "cannot run"))
-    # The lean kernel (small work): every element size, 16-byte vectors on both sides (shapes of
-    # whole vectors) or one element on a side off the grid (odd sizes), edge tiles along m and n.
+    # The lean kernel in each of its tile shapes: every element size, 16-byte vectors on both sides
+    # (shapes of whole vectors) or one element on a side off the grid (odd sizes), edge tiles
+    # along m and n.
     for dtype, shape in ((torch.uint8, (3, 80, 144)), (torch.uint8, (2, 37, 71)), (torch.bfloat16, (2, 72, 136)),
                          (torch.bfloat16, (3, 197, 64)), (torch.float32, (2, 40, 100)), (torch.float32, (5, 33, 17)),
                          (torch.float64, (3, 40, 34)), (torch.float64, (2, 19, 7)), (torch.complex128, (2, 20, 18))):
         x = (torch.randn(shape) * 100).to(dtype) if dtype.is_complex else torch.randint(0, 100, shape).to(dtype)
-        results.append(check(lambda: torch.ops.cute_transpose._permute_with(x.cuda(), [0, 2, 1], "lean"),
-                             x.transpose(-2, -1).contiguous(), f"permute[lean] {dtype} {shape}", "cannot run"))
+        for lean in ("lean/square", "lean/tall", "lean/wide", "lean/large"):
+            results.append(check(lambda: torch.ops.cute_transpose._permute_with(x.cuda(), [0, 2, 1], lean),
+                                 x.transpose(-2, -1).contiguous(), f"permute[{lean}] {dtype} {shape}", "cannot run"))
     # Column tiles, and the m-first walk: output rows of 301 and 129 elements split 32-byte sectors.
     for dtype, shape in ((torch.float32, (2, 301, 131)), (torch.float64, (3, 129, 67))):
         x = torch.randint(0, 100, shape).to(dtype)

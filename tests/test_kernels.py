@@ -17,6 +17,7 @@ from conftest import ONE_PER_SIZE, assert_bits_equal, call, dtype_id, needs_cuda
 
 KERNELS = cute_transpose.KERNELS
 TILE_SHAPES = ("square", "tall", "wide", "narrow", "short", "large", "column", "small")  # _permute_with(x, dims, "tile/<shape>")
+LEAN_SHAPES = ("square", "tall", "wide", "large")  # _permute_with(x, dims, "lean/<shape>")
 
 
 def reference(x, dims):
@@ -101,7 +102,7 @@ def test_each_kernel_on_its_cases(case, dtype):
     x = view_of(view, shape, dtype, "cuda")
     ref = reference(x, dims)
     ran = set()
-    for kernel in KERNELS + tuple(f"tile/{s}" for s in TILE_SHAPES):
+    for kernel in KERNELS + tuple(f"tile/{s}" for s in TILE_SHAPES) + tuple(f"lean/{s}" for s in LEAN_SHAPES):
         # Poison: the block of the output's size is freed just before the op takes it.
         torch.full((ref.numel() * ref.element_size(),), 0xA5, dtype=torch.uint8, device="cuda")
         try:
@@ -112,6 +113,8 @@ def test_each_kernel_on_its_cases(case, dtype):
         ran.add(kernel)
         assert_bits_equal(out, ref)
     assert_bits_equal(cute_transpose.permute(x, dims), ref)
+    if "lean" in ran:  # every lean shape runs where the square one does (these offsets fit 32 bits)
+        assert {f"lean/{s}" for s in LEAN_SHAPES} <= ran
     # TMA needs sm_90; interleave takes up to 128 bytes of channels (not 12 of 16 bytes).
     expected = set(must_run)
     if min(shape[-1], shape[dims[-1]]) * x.element_size() > 128:
@@ -123,7 +126,7 @@ def test_each_kernel_on_its_cases(case, dtype):
 
 @needs_cuda
 def test_unknown_kernel_is_a_clear_error():
-    for name in ("nope", "tile/round", "padded/tall"):
+    for name in ("nope", "tile/round", "padded/tall", "lean/round"):
         with pytest.raises(RuntimeError, match=f"unknown kernel '{name}'"):
             torch.ops.cute_transpose._permute_with(torch.zeros(4, 4, device="cuda"), [1, 0], name)
 
@@ -415,8 +418,9 @@ def test_lean_transposes_every_element(dtype, case):
     config = cute_transpose.explain(x, dims, kernel="lean")["config"]
     if x.element_size() == 2:  # where 16-byte vectors fit on each side
         assert f"{widths[0]}-byte loads, {widths[1]}-byte stores" in config, config
-    out = run_poisoned(lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), "lean"), x, ref.shape)
-    assert_bits_equal(out, ref)
+    for tile in LEAN_SHAPES:  # each tile shape: other edge tiles, other vectors per thread
+        out = run_poisoned(lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), f"lean/{tile}"), x, ref.shape)
+        assert_bits_equal(out, ref)
 
 
 @pytest.mark.parametrize("make, dims, why", [
@@ -573,7 +577,7 @@ def test_small_work_runs_lean_where_its_loads_are_vectors_and_its_tiles_half_ful
     (lambda: torch.empty(1024, 1024), (1, 0), "lean"),                                     # 2^20 float32
     (lambda: torch.empty(1, 16, 1024, 64, dtype=torch.bfloat16), (0, 1, 3, 2), "lean"),   # keys transposed
     (lambda: torch.empty(2, 1024, 1024, dtype=torch.uint8), (0, 2, 1), "lean"),            # 2^21: the table's lean
-    (lambda: torch.empty(2048, 2048, dtype=torch.uint8), (1, 0), "tile"),                  # 2^22: the table's tile
+    (lambda: torch.empty(2048, 2048, dtype=torch.bfloat16), (1, 0), "tile"),               # 2^22: the table's tile
     (lambda: torch.empty(297, 11511, dtype=torch.complex128), (1, 0), "tile"),             # 16-byte elements keep tile
     (lambda: torch.empty(1000, 3001, dtype=torch.bfloat16), (1, 0), "padded"),             # the table's pick is no tile
     (lambda: torch.empty(64, 40, 40, 40, dtype=torch.bfloat16), (0, 1, 3, 2), "tma"),      # nor here
@@ -618,6 +622,31 @@ def test_lean_is_no_candidate_on_tiles_less_than_half_full():
     assert not named["offered"] and named["reason"].endswith("less than half full"), named
     assert cute_transpose.explain(x, (0, 2, 1))["cuda"]["kernel"] != "lean"
     assert cute_transpose.explain(torch.empty(600, 16, 32), (0, 2, 1), kernel="lean")["cuda"]["offered"]  # half
+
+
+@pytest.mark.parametrize("shape, dims, dtype, tile", [
+    ((2, 512, 512), (0, 2, 1), torch.float32, "32x32 tile"),                # under 2^22: the square tile
+    ((64, 1024, 1024), (0, 2, 1), torch.uint8, "128x128 large tile"),        # full tiles: large
+    ((75, 608, 12, 96), (2, 0, 3, 1), torch.float32, "128x32 tall tile"),   # 608 x 96: 512-byte output runs
+    ((28, 48, 28, 28, 48), (4, 0, 3, 2, 1), torch.float32, "64x64 large tile"),  # 48 x 48: tall tiles 28% full
+    ((6000, 24, 64), (0, 2, 1), torch.float32, "32x32 tile"),                # m = 24: other shapes under half full
+])
+def test_lean_tile_shape_from_2_22_elements(shape, dims, dtype, tile):
+    # Under 2^22 elements the square tile; from there the tile kernel's score (fill x output run),
+    # among shapes at least half full, and large tiles where the square ones are full.
+    config = cute_transpose.explain(torch.empty(shape, dtype=dtype, device="meta"), dims, kernel="lean")["cuda"]["config"]
+    assert config.startswith(tile + ","), config
+
+
+def test_lean_is_no_candidate_where_the_tile_kernel_takes_large_tiles():
+    # 16384^2 uint8: 4096 of the tile kernel's 256 x 256 tiles (0.955 of clone, large lean tiles 0.913)
+    x = torch.empty(16384, 16384, dtype=torch.uint8, device="meta")
+    named = cute_transpose.explain(x, (1, 0), kernel="lean")["cuda"]
+    assert not named["offered"] and "large tiles run this work" in named["reason"], named
+    picked = cute_transpose.explain(x, (1, 0))["cuda"]
+    assert picked["kernel"] == "tile" and picked["config"].startswith("256x256 large tile"), picked
+    # 8192^2 uint8 makes 1024 of them: the square tile's size class, where the table ranks lean
+    assert cute_transpose.explain(torch.empty(8192, 8192, dtype=torch.uint8, device="meta"), (1, 0), kernel="lean")["cuda"]["offered"]
 
 
 def test_realign_is_no_candidate_on_fewer_tiles_than_a_wave():

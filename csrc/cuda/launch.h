@@ -41,8 +41,8 @@ cudaError_t launch_realign(Problem const& p, cudaStream_t stream);
 
 // The lean transpose (lean_transpose.cu; small work, and where the table ranks it): one tile
 // per block, 32-bit offsets, up to three batch dims; `in_width`- and `out_width`-byte vectors
-// (16, or the element size).
-cudaError_t launch_lean(Problem const& p, int in_width, int out_width, cudaStream_t stream);
+// (16, or the element size); `shape` one of kLeanShapes (tile_config.h).
+cudaError_t launch_lean(Problem const& p, int in_width, int out_width, TileShape shape, cudaStream_t stream);
 
 // The tile transpose with two dims on each short side (split_transpose.cu), square tiles.
 cudaError_t launch_split(SplitProblem const& s, int width, cudaStream_t stream);

@@ -18,6 +18,10 @@
 //     and stores it (16 bytes, or one element where the output's rows are off the grid).
 // The two sides pick their widths on their own (the chooser, choose.cpp: lean_width). On the keys
 // transposed this ran 100 instructions a warp, 3.84 us against Triton's 3.74 us (Nsight Compute).
+// For larger work (from 2^22 elements) the tile takes one of the other shapes of lean_tile
+// (tile_config.h: tall, wide or large; choose.cpp, lean_shape): the same threads, each loading
+// and storing four vectors (the loops below step through them), so that more bytes are in
+// flight, and tall tiles write output runs four times as long.
 //
 // Shared memory is swizzled in units of U elements: the unit index of m is XORed with the
 // input vector column n / VI, so the column writes of phase 1 -- a warp writes WR consecutive m
@@ -29,11 +33,11 @@
 namespace cute_transpose {
 namespace {
 
-template <class T_, int VI_, int VO_>
+template <class T_, int VI_, int VO_, TileShape Shape>
 struct LeanTile {
   using T = T_;
   static constexpr int VI = VI_, VO = VO_;  // elements per vector: input side, output side
-  static constexpr TileDims kDims = lean_tile(sizeof(T));
+  static constexpr TileDims kDims = lean_tile(sizeof(T), Shape);
   static constexpr int BM = kDims.bm, BN = kDims.bn, kThreads = kDims.threads;
   using VecIn = VecOf<VI * int(sizeof(T))>;
   using VecOut = VecOf<VO * int(sizeof(T))>;
@@ -117,19 +121,30 @@ __global__ void __launch_bounds__(Cfg::kThreads) lean_transpose(LeanArgs const a
   }
 }
 
-template <class T, int VI, int VO>
+template <class T, int VI, int VO, TileShape Shape>
 cudaError_t launch_lean_config(LeanArgs const& a, int batch, cudaStream_t stream) {
-  using Cfg = LeanTile<T, VI, VO>;
+  using Cfg = LeanTile<T, VI, VO, Shape>;
   dim3 const grid((a.cols + Cfg::BN - 1) / Cfg::BN, (a.rows + Cfg::BM - 1) / Cfg::BM, batch);
   lean_transpose<Cfg><<<grid, Cfg::kThreads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
+// The four vector combinations in one tile shape.
+template <class T, TileShape Shape>
+cudaError_t launch_lean_shape(LeanArgs const& a, int in_width, int out_width, int batch, cudaStream_t stream) {
+  constexpr int E = sizeof(T), V = 16 / E;
+  bool const vin = in_width == 16, vout = out_width == 16;
+  if (vin && vout) return launch_lean_config<T, V, V, Shape>(a, batch, stream);
+  if (vin) return launch_lean_config<T, V, 1, Shape>(a, batch, stream);
+  if (vout) return launch_lean_config<T, 1, V, Shape>(a, batch, stream);
+  return launch_lean_config<T, 1, 1, Shape>(a, batch, stream);
+}
+
 }  // namespace
 
-cudaError_t launch_lean(Problem const& p, int in_width, int out_width, cudaStream_t stream) {
+cudaError_t launch_lean(Problem const& p, int in_width, int out_width, TileShape shape, cudaStream_t stream) {
   // The chooser (choose.cpp, lean_fits) has checked that every offset fits in 32 bits.
-  TileDims const t = lean_tile(p.element_size);
+  TileDims const t = lean_tile(p.element_size, shape);
   if ((p.out_row_stride != 1 && p.rows > 1) || p.batch.rank > 3 || p.batch.count > kMaxGridYZ ||
       (p.rows + t.bm - 1) / t.bm > kMaxGridYZ)
     return cudaErrorInvalidValue;
@@ -142,13 +157,16 @@ cudaError_t launch_lean(Problem const& p, int in_width, int out_width, cudaStrea
   }
   return with_element_type(p.element_size, [&](auto e) -> cudaError_t {
     using T = decltype(e);
-    constexpr int E = sizeof(T), V = 16 / E;
-    bool const vin = in_width == 16, vout = out_width == 16;
+    constexpr int E = sizeof(T);
     if ((in_width != 16 && in_width != E) || (out_width != 16 && out_width != E)) return cudaErrorInvalidValue;
-    if (vin && vout) return launch_lean_config<T, V, V>(a, int(p.batch.count), stream);
-    if (vin) return launch_lean_config<T, V, 1>(a, int(p.batch.count), stream);
-    if (vout) return launch_lean_config<T, 1, V>(a, int(p.batch.count), stream);
-    return launch_lean_config<T, 1, 1>(a, int(p.batch.count), stream);
+    int const batch = int(p.batch.count);
+    switch (shape) {
+      case TileShape::Square: return launch_lean_shape<T, TileShape::Square>(a, in_width, out_width, batch, stream);
+      case TileShape::Tall: return launch_lean_shape<T, TileShape::Tall>(a, in_width, out_width, batch, stream);
+      case TileShape::Wide: return launch_lean_shape<T, TileShape::Wide>(a, in_width, out_width, batch, stream);
+      case TileShape::Large: return launch_lean_shape<T, TileShape::Large>(a, in_width, out_width, batch, stream);
+      default: return cudaErrorInvalidValue;
+    }
   });
 }
 
