@@ -680,8 +680,9 @@ constexpr int64_t kLeanMidWork = int64_t(1) << 22;
 // (geomean; 1.04 x at 2^22-2^24 elements, 1.08 x above), more than 5% faster on 44 and more than
 // 5% slower on 13, and reached 0.950 of the best lean shape, the square tile 0.889. Under 2^22
 // the same rule gained nothing (0.998 x over 60 shapes). The TTC suite's float32 planes of
-// 48 x 48 ((28, 48, 28, 28, 48) permuted (4, 0, 3, 2, 1) and the like, 56% full) ran large lean
-// tiles at 0.86-0.96 of clone, the tile kernel 0.77-0.86.
+// 48 x 352 ((28, 48, 28, 4, 352) permuted (4, 0, 3, 2, 1) and the like) ran large lean tiles at
+// 0.89-0.96 of clone, the tile kernel 0.86-0.91; its planes of 48 x 48, forced onto them, 0.86-0.96
+// against 0.77-0.86 (their class ranks the tile kernel first).
 TileShape lean_shape(Problem const& p, int64_t elements) {
   if (elements < kLeanMidWork) return TileShape::Square;
   if (tile_fill(p.rows, p.cols, lean_tile(p.element_size)) >= kSquareFullFill &&
