@@ -685,15 +685,13 @@ constexpr int64_t kLeanMidWork = int64_t(1) << 22;
 // against 0.77-0.86 (their class ranks the tile kernel first).
 TileShape lean_shape(Problem const& p, int64_t elements) {
   if (elements < kLeanMidWork) return TileShape::Square;
-  if (tile_fill(p.rows, p.cols, lean_tile(p.element_size)) >= kSquareFullFill &&
-      tile_fill(p.rows, p.cols, lean_tile(p.element_size, TileShape::Large)) >= kSquareFullFill)
-    return TileShape::Large;
+  auto const fill = [&](TileShape s) { return tile_fill(p.rows, p.cols, lean_tile(p.element_size, s)); };
+  if (fill(TileShape::Square) >= kSquareFullFill && fill(TileShape::Large) >= kSquareFullFill) return TileShape::Large;
   TileShape best = TileShape::Square;
   double best_score = shape_score(p, lean_tile(p.element_size));
   for (TileShape s : kLeanShapes) {
-    TileDims const t = lean_tile(p.element_size, s);
-    if (tile_fill(p.rows, p.cols, t) >= kLeanFill && shape_score(p, t) > best_score)
-      best = s, best_score = shape_score(p, t);
+    double const score = shape_score(p, lean_tile(p.element_size, s));
+    if (fill(s) >= kLeanFill && score > best_score) best = s, best_score = score;
   }
   return best;
 }
