@@ -10,6 +10,10 @@ Run from the repository root on the GPU the table is for (about 4 minutes on an 
     PYTHONPATH=python python bench/tune.py --dry-run      # the plumbing, on the CPU
     PYTHONPATH=python python bench/tune.py --rerank RUN.json.gz [RUN2.json.gz ...] --reclassify
                                                           # the table again from saved runs
+    PYTHONPATH=python python bench/tune.py --thin RUN.json.gz [...] --cells THIN.json
+                                                          # (CPU) shapes for the thin classes,
+    PYTHONPATH=python python bench/tune.py --cells THIN.json --report .../<gpu>-tune-thin.md
+                                                          # then measured like a grid
 
 For each shape of the grid (bench/tune_grid.py): the class key comes from
 ``cute_transpose.explain(x, dims)["class"]``; every kernel of ``cute_transpose.KERNELS`` runs
@@ -53,7 +57,7 @@ from bench.ops import CLONE  # noqa: E402
 from bench.report import sanitize  # noqa: E402
 from bench.tune_grid import MAIN_BANDS, TUNE_SEED, VIEW_KINDS, by_chooser_class, tune_cells  # noqa: E402
 from bench.summary import by_cell  # noqa: E402
-from bench.tune_table import (SMALL_WORK, Holdout, SavedResult, aggregate, class_holdout,  # noqa: E402
+from bench.tune_table import (FEW_SHAPES, SMALL_WORK, Holdout, SavedResult, aggregate, class_holdout,  # noqa: E402
                               class_key, families, holdout, inc_text, picked, read_run,
                               report_markdown, run_stem, saved_results, tally, tune_json, write_run)
 
@@ -424,6 +428,15 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--moved", action="store_true",
                    help="with --remeasure: only the shapes whose class this build changed (a kernel "
                         "change that also moved its shapes between classes)")
+    p.add_argument("--thin", type=Path, nargs="+", metavar="TUNE_JSON",
+                   help="no measuring: find the classes of saved runs (this build's classes) whose "
+                        "first kernel ran on fewer than 3 of their shapes, draw grid shapes (seeds "
+                        "--seed, --seed + 1, ...) where that kernel runs, up to 3 a class, and write "
+                        "them to --cells")
+    p.add_argument("--draws", type=int, default=200, help="with --thin: at most this many grids drawn [200]")
+    p.add_argument("--cells", type=Path, metavar="JSON",
+                   help="the shapes --thin writes; without --thin, measure these shapes instead of "
+                        "a drawn grid")
     p.add_argument("--dry-run", action="store_true",
                    help="on the CPU, tiny shapes, perf_counter timing; writes under /tmp/tune-dry")
     p.add_argument("--fake", action="store_true",
@@ -476,6 +489,62 @@ def rule_replay(results: list[SavedResult], kernels: tuple[str, ...], arch: int 
     return tally(picks), unmeasured
 
 
+def thin_classes(results: list, kernels: tuple[str, ...]) -> dict[str, str]:
+    """{class: its first kernel} for the classes beyond small work whose first kernel (not ATen's
+    copy) ran on fewer than FEW_SHAPES of their shapes: the chooser runs every shape of the class
+    that kernel can run on the evidence of one or two (it may be offered on few of the class's
+    tuning shapes, such as the tile kernel where most would be less than a quarter full)."""
+    return {c.key: c.winner for c in aggregate(results, kernels)
+            if c.ranking and c.winner != "aten" and not c.key.endswith(SMALL_WORK)
+            and c.score(c.winner).ok < FEW_SHAPES}
+
+
+def thin_cells(thin: dict[str, str], chooser: Chooser, seed: int, draws: int) -> list[Cell]:
+    """Grid shapes (seeds `seed`, `seed` + 1, ..., at most `draws` grids) for the `thin` classes:
+    up to FEW_SHAPES per class among those its first kernel runs, so that the next ranking of
+    the class sees that kernel on as many shapes."""
+    wanted = dict.fromkeys(thin, FEW_SHAPES)
+    cells: list[Cell] = []
+    for s in range(seed, seed + draws):
+        for cell in tune_cells(3, s, MAIN_BANDS):
+            key = chooser.classify(cell)
+            if wanted.get(key) and chooser.offers(cell, thin[key]):
+                cells.append(dataclasses.replace(cell, name=f"{cell.name} s{s}"))
+                wanted[key] -= 1
+        if not any(wanted.values()):
+            break
+    return cells
+
+
+def write_thin(args: argparse.Namespace) -> int:
+    """--thin: the thin classes of saved runs (this build's classes) and shapes drawn for them,
+    written to --cells for a GPU run to measure."""
+    chooser = real_chooser()
+    if chooser is None or args.cells is None:
+        sys.exit("tune.py: --thin needs this build's chooser (cute_transpose.explain) and --cells FILE")
+    runs = [read_run(path) for path in args.thin]
+    kernels = tuple(dict.fromkeys(k for run in runs for k in run["meta"]["kernels"]))
+    thin = thin_classes(reclassified([r for run in runs for r in saved_results(run)], chooser), kernels)
+    cells = thin_cells(thin, chooser, args.seed, args.draws)
+    reached = collections.Counter(chooser.classify(c) for c in cells)
+    args.cells.write_text(cells_json(cells))
+    print(f"tune.py: {len(thin)} thin classes; {len(cells)} shapes for {len(reached)} of them "
+          f"({sum(n >= FEW_SHAPES for n in reached.values())} with {FEW_SHAPES}) -> {args.cells}", file=sys.stderr)
+    return 0
+
+
+def cells_json(cells: list[Cell]) -> str:
+    """A --cells file: each shape as a saved run names it."""
+    return json.dumps([{"case": c.name, "shape": list(c.shape), "dims": list(c.dims), "dtype": c.dtype,
+                        "view": c.view.text()} for c in cells], indent=0)
+
+
+def listed_cells(path: Path) -> list[Cell]:
+    """The shapes of a --cells file (written by --thin)."""
+    return [saved_cell((c["case"], tuple(c["shape"]), tuple(c["dims"]), c["dtype"], c["view"]))
+            for c in json.loads(path.read_text())]
+
+
 def rerank(args: argparse.Namespace) -> int:
     """The table and report again from saved tune.json files, with the current ranking rule."""
     runs = [read_run(path) for path in args.rerank]
@@ -518,6 +587,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parse_args(argv)
     if args.rerank:
         return rerank(args)
+    if args.thin:
+        return write_thin(args)
     if not args.dry_run and not torch.cuda.is_available():
         sys.exit("tune.py: no CUDA GPU; --dry-run tests the plumbing on the CPU")
     device = torch.device("cpu") if args.dry_run else torch.device("cuda")
@@ -528,10 +599,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.retime:
         return retime_saved(args, chooser, timer, device)
     bands = ("micro",) if args.small else MAIN_BANDS
-    drawn = tune_cells(args.per_class, args.seed, bands, args.view)
-    cells = by_chooser_class(drawn, chooser.classify, args.per_key, args.max_shapes)
-    print(f"tune.py: {len(cells)} of {len(drawn)} grid shapes, at most {args.per_key} per chooser "
-          f"class", file=sys.stderr)
+    if args.cells:
+        drawn = cells = listed_cells(args.cells)
+        print(f"tune.py: {len(cells)} shapes of {args.cells}", file=sys.stderr)
+    else:
+        drawn = tune_cells(args.per_class, args.seed, bands, args.view)
+        cells = by_chooser_class(drawn, chooser.classify, args.per_key, args.max_shapes)
+        print(f"tune.py: {len(cells)} of {len(drawn)} grid shapes, at most {args.per_key} per chooser "
+              f"class", file=sys.stderr)
     if args.dry_run:
         cells = [shrink(c, DRY_MAX_NUMEL) for c in cells]
     started = time.perf_counter()
@@ -545,7 +620,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     classes = aggregate(ranked, chooser.kernels)
     meta = {"device_name": device_name, "torch": torch.__version__,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
-            "chooser": chooser.source, "kernels": list(chooser.kernels), "seed": args.seed,
+            "chooser": chooser.source, "kernels": list(chooser.kernels),
+            "seed": f"{args.cells.name} (--thin)" if args.cells else args.seed,
             "bands": list(bands), **({"view": args.view} if args.view else {}),
             "shapes": measured, "grid_shapes": len(cells), "drawn": len(drawn),
             "per_class": args.per_class, "per_key": args.per_key,

@@ -682,7 +682,8 @@ constexpr int64_t kLeanMidWork = int64_t(1) << 22;
 // the same rule gained nothing (0.998 x over 60 shapes). The TTC suite's float32 planes of
 // 48 x 352 ((28, 48, 28, 4, 352) permuted (4, 0, 3, 2, 1) and the like) ran large lean tiles at
 // 0.89-0.96 of clone, the tile kernel 0.86-0.91; its planes of 48 x 48, forced onto them, 0.86-0.96
-// against 0.77-0.86 (their class ranks the tile kernel first).
+// against 0.77-0.86 (their class, which had ranked the tile kernel first on one tuning shape,
+// ranks lean first since bench/tune.py --thin measured it: 0.87-0.96 in the sweep).
 TileShape lean_shape(Problem const& p, int64_t elements) {
   if (elements < kLeanMidWork) return TileShape::Square;
   auto const fill = [&](TileShape s) { return tile_fill(p.rows, p.cols, lean_tile(p.element_size, s)); };

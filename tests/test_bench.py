@@ -368,6 +368,29 @@ def test_tune_ranks_kernels_by_how_they_do_where_they_run():
         tune_table.c_string("é")
 
 
+def test_tune_thin_finds_classes_ranked_on_few_shapes_and_draws_shapes_for_them(tmp_path):
+    from bench import tune
+    results = (tune_rows("t.a", {"x": 0.9, "aten": 0.5})  # x first on the one shape of three it runs
+               + tune_rows("t.a", {"x": None, "aten": 0.5}, {"x": "n/a"})
+               + tune_rows("t.a", {"x": None, "aten": 0.6}, {"x": "n/a"})
+               + [r for i in range(3) for r in tune_rows("t.b", {"x": 0.9 - i / 100, "aten": 0.5})]  # three
+               + tune_rows("t.c", {"x": 0.4, "aten": 0.5})     # aten first
+               + tune_rows("t.d.s", {"x": 0.9, "aten": 0.5}))  # small work: never the table's
+    assert tune.thin_classes(results, ("x", "aten")) == {"t.a": "x"}
+    # shapes drawn for t.a: float32 matrices here, where x runs on even first dims
+    chooser = tune.Chooser(("x", "aten"), None, None,
+                           lambda c: "t.a" if c.dtype == "float32" and len(c.shape) == 2 else "t.other", "fake",
+                           lambda c, k: c.shape[0] % 2 == 0)
+    cells = tune.thin_cells({"t.a": "x"}, chooser, seed=7, draws=50)
+    assert len(cells) == tune_table.FEW_SHAPES
+    assert all(c.dtype == "float32" and len(c.shape) == 2 and c.shape[0] % 2 == 0 for c in cells)
+    assert len({(c.name, c.shape, c.dims, c.view) for c in cells}) == len(cells)
+    path = tmp_path / "thin.json"
+    path.write_text(tune.cells_json(cells))
+    assert [(c.name, c.shape, c.dims, c.dtype, c.view) for c in tune.listed_cells(path)] == \
+        [(c.name, c.shape, c.dims, c.dtype, c.view) for c in cells]
+
+
 def test_tune_dry_run_writes_its_files(tmp_path):
     from bench import tune
     inc, report = tmp_path / "sm.inc", tmp_path / "tune.md"

@@ -125,6 +125,24 @@ def test_each_kernel_on_its_cases(case, dtype):
 
 
 @needs_cuda
+@pytest.mark.parametrize("width", [16, 4])
+@pytest.mark.parametrize("share", [0.1, 0.4, 0.7, 1.5])
+def test_rows_blocks_shrink_for_small_copies(width, share):
+    """The rows kernel's block shape follows the copy's size (cuda/strided_copy.cu): blocks of
+    128 x 1, 128 x 2 or 256 x 2 vectors, or its full 1024 vectors (512 x 2 for 16-byte vectors,
+    256 x 4 for narrower ones), the first that makes two blocks an SM. Copies of `share` x (two
+    full blocks an SM) land on each step, in float32 rows of 3 vectors (12 elements, or 3 where
+    the rows of 12 bytes move one element per access), an odd number of them."""
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    rows = int(share * 2 * sms * 1024) // 6 | 1
+    x = random_tensor((rows, 2, 3 * width // 4), torch.float32, "cuda")
+    ref = reference(x, (1, 0, 2))
+    assert cute_transpose.explain(x, (1, 0, 2))["route"] == "copy"
+    out = run_poisoned(lambda t: torch.ops.cute_transpose._permute_with(t, [1, 0, 2], "rows"), x, ref.shape)
+    assert_bits_equal(out, ref)
+
+
+@needs_cuda
 def test_unknown_kernel_is_a_clear_error():
     for name in ("nope", "tile/round", "padded/tall", "lean/round"):
         with pytest.raises(RuntimeError, match=f"unknown kernel '{name}'"):
@@ -580,7 +598,7 @@ def test_small_work_runs_lean_where_its_loads_are_vectors_and_its_tiles_half_ful
     (lambda: torch.empty(2048, 2048, dtype=torch.bfloat16), (1, 0), "tile"),               # 2^22: the table's tile
     (lambda: torch.empty(297, 11511, dtype=torch.complex128), (1, 0), "tile"),             # 16-byte elements keep tile
     (lambda: torch.empty(1000, 3001, dtype=torch.bfloat16), (1, 0), "padded"),             # the table's pick is no tile
-    (lambda: torch.empty(64, 40, 40, 40, dtype=torch.bfloat16), (0, 1, 3, 2), "tma"),      # nor here
+    (lambda: torch.empty(64, 40, 40, 40, dtype=torch.bfloat16), (0, 1, 3, 2), "pipelined"),  # nor here
 ])
 def test_lean_runs_what_the_table_gives_tile_in_16_byte_vectors_up_to_2_22_elements(make, dims, kernel):
     info = cute_transpose.explain(make(), dims)["cuda"]
