@@ -50,7 +50,7 @@ from bench import cases, ops  # noqa: E402
 from bench.harness import (Progress, Result, do_bench_timer, ext, host_loop_timer,  # noqa: E402
                            perf_counter_timer, run_cell, run_cells, sigterm_as_interrupt)
 from bench.report import Section, load_run, render_markdown, write_outputs  # noqa: E402
-from bench.sweep_cases import sweep_cells  # noqa: E402
+from bench.sweep_cases import SWEEP_SEED, sweep_cells  # noqa: E402
 
 # Sweep cells whose fastest op takes less than this many ms are timed in more rounds
 # (--sweep-short-rounds).
@@ -97,6 +97,10 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--sweep-short-rounds", type=int, default=6,
                    help=f"sweep: rounds for cells whose fastest op takes under "
                         f"{SHORT_CELL_MS * 1000:.0f} us [6]")
+    p.add_argument("--sweep-seed", type=int, metavar="N",
+                   help="the sweep's random cells alone, drawn from seed N instead of the committed "
+                        "sweep's: shapes no tuning run or committed result holds, an out-of-sample "
+                        "check of the chooser (write them elsewhere with --out)")
     p.add_argument("--tiny-calls", type=int, help="calls per loop in the 256x256 host-overhead "
                    "measurement [default: 2000, 200 in the CPU demo]")
     p.add_argument("--dry-run", action="store_true",
@@ -168,8 +172,11 @@ def permute_section(args: argparse.Namespace) -> Section:
 
 
 def sweep_section(args: argparse.Namespace, compiles: ops.DynamicCompiles) -> Section:
-    cells = sweep_cells("dry" if args.dry_run else "quick" if args.quick else "full")
-    timing = CPU_TIMING if args.dry_run else (
+    cells = sweep_cells("dry" if args.dry_run else "quick" if args.quick else "full", args.sweep_seed)
+    drawn = ("" if args.sweep_seed is None else
+             f"Random cells alone, drawn from seed {args.sweep_seed} (the committed sweep's are drawn from "
+             f"seed {SWEEP_SEED}, beside the TTC suite, image batches and model layouts). ")
+    timing = drawn + CPU_TIMING if args.dry_run else drawn + (
         do_bench_text(args.sweep_warmup, args.sweep_rep)
         + " (shorter than the other sections, to fit the sweep in minutes), "
         f"in {args.sweep_rounds} rounds: every op of a cell timed in turn, {args.sweep_rounds} times "

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import random
+from typing import Optional
 from dataclasses import dataclass
 
 from bench.cases import (GiB, ITEMSIZE, Cell, Dims, Shape, View, dims_text, image_cells,
@@ -102,10 +103,14 @@ PLANS = {
 }
 
 
-def sweep_cells(mode: str = "full") -> list[Cell]:
+def sweep_cells(mode: str = "full", seed: Optional[int] = None) -> list[Cell]:
     """The sweep: TTC, image batches, model layouts, then the random cells ('full', 'quick' or
-    'dry')."""
+    'dry'). With a `seed`, the random cells alone, drawn from that seed instead of SWEEP_SEED:
+    shapes that neither the committed sweep nor the tuning grids hold, to check the chooser on
+    (bench.py --sweep-seed)."""
     plan = PLANS[mode]
+    if seed is not None:
+        return [c for c in random_cells(plan, seed) if not permuted_is_contiguous(c)]
     ttc, models = picked(ttc_cells(), plan.ttc_pick), picked(model_cells(), plan.model_pick)
     if plan.max_numel:
         ttc, models = ([shrink_cell(c, plan.max_numel) for c in cells] for cells in (ttc, models))

@@ -430,10 +430,13 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         "change that also moved its shapes between classes)")
     p.add_argument("--thin", type=Path, nargs="+", metavar="TUNE_JSON",
                    help="no measuring: find the classes of saved runs (this build's classes) whose "
-                        "first kernel ran on fewer than 3 of their shapes, draw grid shapes (seeds "
-                        "--seed, --seed + 1, ...) where that kernel runs, up to 3 a class, and write "
-                        "them to --cells")
+                        "first kernel ran on fewer than --thin-shapes of their shapes, draw grid shapes "
+                        "(seeds --seed, --seed + 1, ...) where that kernel runs, up to that many a class, "
+                        "and write them to --cells")
     p.add_argument("--draws", type=int, default=200, help="with --thin: at most this many grids drawn [200]")
+    p.add_argument("--thin-shapes", type=int, default=FEW_SHAPES, metavar="N",
+                   help=f"with --thin: a class is thin where its first kernel ran on fewer than N of its "
+                        f"shapes; shapes are drawn until it has run on N [{FEW_SHAPES}]")
     p.add_argument("--cells", type=Path, metavar="JSON",
                    help="the shapes --thin writes; without --thin, measure these shapes instead of "
                         "a drawn grid")
@@ -489,21 +492,28 @@ def rule_replay(results: list[SavedResult], kernels: tuple[str, ...], arch: int 
     return tally(picks), unmeasured
 
 
-def thin_classes(results: list, kernels: tuple[str, ...]) -> dict[str, str]:
-    """{class: its first kernel} for the classes beyond small work whose first kernel (not ATen's
-    copy) ran on fewer than FEW_SHAPES of their shapes: the chooser runs every shape of the class
-    that kernel can run on the evidence of one or two (it may be offered on few of the class's
-    tuning shapes, such as the tile kernel where most would be less than a quarter full)."""
-    return {c.key: c.winner for c in aggregate(results, kernels)
-            if c.ranking and c.winner != "aten" and not c.key.endswith(SMALL_WORK)
-            and c.score(c.winner).ok < FEW_SHAPES}
+def first_kernel_runs(results: list, kernels: tuple[str, ...]) -> dict[str, tuple[str, int]]:
+    """{class: (its first kernel, how many of its shapes that kernel ran)} for the classes beyond
+    small work whose first kernel is not ATen's copy."""
+    return {c.key: (c.winner, c.score(c.winner).ok) for c in aggregate(results, kernels)
+            if c.ranking and c.winner != "aten" and not c.key.endswith(SMALL_WORK)}
 
 
-def thin_cells(thin: dict[str, str], chooser: Chooser, seed: int, draws: int) -> list[Cell]:
-    """Grid shapes (seeds `seed`, `seed` + 1, ..., at most `draws` grids) for the `thin` classes:
-    up to FEW_SHAPES per class among those its first kernel runs, so that the next ranking of
-    the class sees that kernel on as many shapes."""
-    wanted = dict.fromkeys(thin, FEW_SHAPES)
+def thin_classes(results: list, kernels: tuple[str, ...], shapes: int = FEW_SHAPES) -> dict[str, str]:
+    """{class: its first kernel} for the classes whose first kernel (not ATen's copy) ran on
+    fewer than `shapes` of their shapes: the chooser runs every shape of the class that kernel
+    can run on the evidence of one or two (it may be offered on few of the class's tuning shapes,
+    such as the tile kernel where most would be less than a quarter full)."""
+    return {key: kernel for key, (kernel, ran) in first_kernel_runs(results, kernels).items() if ran < shapes}
+
+
+def thin_cells(thin: dict[str, str], chooser: Chooser, seed: int, draws: int, shapes: int = FEW_SHAPES,
+               have: Optional[dict[str, int]] = None) -> list[Cell]:
+    """Grid shapes (seeds `seed`, `seed` + 1, ..., at most `draws` grids) for the `thin` classes,
+    among those its first kernel runs: `shapes` per class, or, given the shapes it `have` run
+    already, as many as it lacks of `shapes`; so that the next ranking of the class sees that
+    kernel on that many more or in all."""
+    wanted = {key: shapes - (have or {}).get(key, 0) for key in thin}
     cells: list[Cell] = []
     for s in range(seed, seed + draws):
         for cell in tune_cells(3, s, MAIN_BANDS):
@@ -524,12 +534,15 @@ def write_thin(args: argparse.Namespace) -> int:
         sys.exit("tune.py: --thin needs this build's chooser (cute_transpose.explain) and --cells FILE")
     runs = [read_run(path) for path in args.thin]
     kernels = tuple(dict.fromkeys(k for run in runs for k in run["meta"]["kernels"]))
-    thin = thin_classes(reclassified([r for run in runs for r in saved_results(run)], chooser), kernels)
-    cells = thin_cells(thin, chooser, args.seed, args.draws)
+    runs_of = first_kernel_runs(reclassified([r for run in runs for r in saved_results(run)], chooser), kernels)
+    have = {key: ran for key, (_, ran) in runs_of.items() if ran < args.thin_shapes}
+    thin = {key: runs_of[key][0] for key in have}
+    cells = thin_cells(thin, chooser, args.seed, args.draws, args.thin_shapes, have)
     reached = collections.Counter(chooser.classify(c) for c in cells)
     args.cells.write_text(cells_json(cells))
     print(f"tune.py: {len(thin)} thin classes; {len(cells)} shapes for {len(reached)} of them "
-          f"({sum(n >= FEW_SHAPES for n in reached.values())} with {FEW_SHAPES}) -> {args.cells}", file=sys.stderr)
+          f"({sum(have[k] + n >= args.thin_shapes for k, n in reached.items())} now with {args.thin_shapes}) "
+          f"-> {args.cells}", file=sys.stderr)
     return 0
 
 

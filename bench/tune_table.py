@@ -368,8 +368,10 @@ def rank(c: ClassResult, rows: list[dict]) -> None:
     wherever it runs; scores within TIE are ordered by PREFERENCE. A kernel whose shortfall
     against "aten" (see GUARD) is worse than 1 - GUARD ranks after it (`unsafe`), unless it is
     ADVANTAGE x as fast as "aten" over the class. The chooser takes the first kernel that can
-    run a plan, so a kernel that runs only some shapes ranks by how it does on those. A kernel
-    with a wrong result or an error on any shape is left out (never chosen)."""
+    run a plan, so a kernel that runs only some shapes ranks by how it does on those. (Ranking
+    the kernels after it on the shapes it leaves them cut held-out losses but moved sweep cells
+    to slower kernels on the few shapes left: docs/PERFORMANCE.md, "Classes ranked on one or two
+    shapes".) A kernel with a wrong result or an error on any shape is left out (never chosen)."""
     clean = {s.kernel for s in c.scores if not s.wrong and not s.error and s.ok and s.geomean}
     relative: dict[str, list[float]] = collections.defaultdict(list)
     vs_aten: dict[str, list[float]] = collections.defaultdict(list)

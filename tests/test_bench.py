@@ -86,6 +86,15 @@ def test_random_sweep_coverage(full_sweep):
         assert 2 ** 16 <= c.numel <= 2 ** 28 and c.nbytes <= 2 * cases.GiB
 
 
+def test_sweep_seed_draws_random_cells_the_committed_sweep_lacks(full_sweep):
+    other = sweep_cases.sweep_cells("full", seed=7)
+    assert other == sweep_cases.sweep_cells("full", seed=7)
+    assert {c.group for c in other} <= {"random", "2-D"}  # no TTC, images or model layouts
+    assert len(other) >= 0.9 * len(random_part(full_sweep))
+    assert not {(c.shape, c.dims, c.dtype) for c in other} & {(c.shape, c.dims, c.dtype) for c in full_sweep}
+    assert not any(cases.permuted_is_contiguous(c) for c in other)
+
+
 def test_sweep_skips_permutes_that_are_already_contiguous(full_sweep):
     assert not any(cases.permuted_is_contiguous(c) for c in full_sweep)
     images = [c for c in full_sweep if c.group == "images"]
@@ -385,6 +394,10 @@ def test_tune_thin_finds_classes_ranked_on_few_shapes_and_draws_shapes_for_them(
     assert len(cells) == tune_table.FEW_SHAPES
     assert all(c.dtype == "float32" and len(c.shape) == 2 and c.shape[0] % 2 == 0 for c in cells)
     assert len({(c.name, c.shape, c.dims, c.view) for c in cells}) == len(cells)
+    # --thin-shapes N: a class is thin below N shapes, and is topped up to N
+    assert tune.first_kernel_runs(results, ("x", "aten")) == {"t.a": ("x", 1), "t.b": ("x", 3)}
+    assert tune.thin_classes(results, ("x", "aten"), shapes=5) == {"t.a": "x", "t.b": "x"}
+    assert len(tune.thin_cells({"t.a": "x"}, chooser, seed=7, draws=50, shapes=5, have={"t.a": 1})) == 4
     path = tmp_path / "thin.json"
     path.write_text(tune.cells_json(cells))
     assert [(c.name, c.shape, c.dims, c.dtype, c.view) for c in tune.listed_cells(path)] == \
