@@ -328,14 +328,22 @@ def test_small_work_classes_run_aten_or_rows_and_stay_out_of_the_table():
 def test_a_class_of_few_shapes_keeps_aten_first_unless_a_kernel_clearly_beat_it():
     thin = tune_rows("t.thin", {"box": 0.52, "split": 0.45, "aten": 0.47})  # box only 1.1 x aten
     clear = tune_rows("t.clear", {"box": 0.80, "aten": 0.47})
-    many = [r for n in range(3) for r in tune_rows(f"t.many{'x' * n}", {"box": 0.52, "aten": 0.47})]
-    for r in many:
-        if r.explain:
-            r.explain = {**r.explain, "class": "t.many"}
-    classes = {c.key: c for c in tune_table.aggregate(thin + clear + many, ("box", "split", "aten"))}
+    def one_class(key, count, box):  # `count` shapes of one class, box at `box`, aten at 0.47
+        rows = [r for n in range(count) for r in tune_rows(f"{key}{'x' * n}", {"box": box, "aten": 0.47})]
+        for r in rows:
+            if r.explain:
+                r.explain = {**r.explain, "class": key}
+        return rows
+    few = one_class("t.few", 3, 0.52)                             # 3-7 shapes, box 1.1 x aten: under 1.15 x
+    few_clear = one_class("t.fewclear", 3, 0.56)                  # 1.19 x
+    many = one_class("t.many", tune_table.THIN_SHAPES, 0.52)      # enough shapes: no margin
+    classes = {c.key: c for c in tune_table.aggregate(thin + clear + few + few_clear + many, ("box", "split", "aten"))}
     assert classes["t.thin"].ranking[0] == "aten" and "few shapes" in classes["t.thin"].note
     assert classes["t.clear"].ranking == ["box", "aten"]
-    assert classes["t.many"].shapes == 3 and classes["t.many"].ranking == ["box", "aten"]
+    assert classes["t.few"].shapes == 3 and classes["t.few"].ranking == ["aten", "box"]
+    assert "is not 1.15 x aten" in classes["t.few"].note
+    assert classes["t.fewclear"].ranking == ["box", "aten"]
+    assert classes["t.many"].shapes == tune_table.THIN_SHAPES and classes["t.many"].ranking == ["box", "aten"]
 
 
 def test_tune_keeps_a_few_shapes_of_every_chooser_class():
@@ -600,20 +608,20 @@ def test_a_family_keeps_a_kernel_ahead_of_aten_only_by_a_margin():
     # copy first; at 1.2 x, both run gather
     for i, (lead, lent) in enumerate(((1.05, ["aten", "gather"]), (1.2, ["gather", "aten"]))):
         results = []
-        for j in range(3):
+        for j in range(tune_table.THIN_SHAPES):  # enough shapes for the class to rank with no margin
             results += tune_rows(f"t.k{i}.f1", {"gather": 0.5 * lead + j / 1000, "aten": 0.5 + j / 1000})
         [c] = tune_table.aggregate(results, ("gather", "aten"))
         [f] = tune_table.families(results, ("gather", "aten"))
         assert (c.ranking, f.key, f.ranking) == (["gather", "aten"], f"t.k{i}.*", lent)
         assert tune_table.parse_inc(tune_table.inc_line(f)) == [(f"t.k{i}.*", ",".join(lent))]
     # each kernel ahead of aten is held to the margin: gather, first where it runs (one shape, at
-    # 1.05 x aten), goes behind aten; tile (1.12 x aten over the three) stays ahead of it; the
+    # 1.05 x aten), goes behind aten; tile (1.2 x aten over the family) stays ahead of it; the
     # family pools its classes' shapes (t.m.f1 and t.m.I)
     results = tune_rows("t.m.f1", {"gather": 0.63, "tile": 0.58, "aten": 0.6})
-    for j in range(2):
+    for j in range(tune_table.THIN_SHAPES - 1):
         results += tune_rows("t.m.I", {"tile": 0.72 + j / 1000, "aten": 0.6 + j / 1000})
     [f] = tune_table.families(results, ("gather", "tile", "aten"))
-    assert (f.key, f.ranking, f.shapes) == ("t.m.*", ["tile", "aten", "gather"], 3)
+    assert (f.key, f.ranking, f.shapes) == ("t.m.*", ["tile", "aten", "gather"], tune_table.THIN_SHAPES)
     assert f.note.startswith("family of 2 classes; gather behind aten: not 1.1 x aten"), f.note
 
 
