@@ -176,7 +176,7 @@ def sweep_section(args: argparse.Namespace, compiles: ops.DynamicCompiles) -> Se
     drawn = ("" if args.sweep_seed is None else
              f"Random cells alone, drawn from seed {args.sweep_seed} (the committed sweep's are drawn from "
              f"seed {SWEEP_SEED}, beside the TTC suite, image batches and model layouts). ")
-    timing = drawn + CPU_TIMING if args.dry_run else drawn + (
+    timing = drawn + (CPU_TIMING if args.dry_run else
         do_bench_text(args.sweep_warmup, args.sweep_rep)
         + " (shorter than the other sections, to fit the sweep in minutes), "
         f"in {args.sweep_rounds} rounds: every op of a cell timed in turn, {args.sweep_rounds} times "

@@ -110,12 +110,13 @@ def sweep_cells(mode: str = "full", seed: Optional[int] = None) -> list[Cell]:
     (bench.py --sweep-seed)."""
     plan = PLANS[mode]
     if seed is not None:
-        return [c for c in random_cells(plan, seed) if not permuted_is_contiguous(c)]
-    ttc, models = picked(ttc_cells(), plan.ttc_pick), picked(model_cells(), plan.model_pick)
-    if plan.max_numel:
-        ttc, models = ([shrink_cell(c, plan.max_numel) for c in cells] for cells in (ttc, models))
-    images = image_cells(plan.image_batches, plan.image_channels, plan.image_dtypes)
-    cells = ttc + images + models + random_cells(plan)
+        cells = random_cells(plan, seed)
+    else:
+        ttc, models = picked(ttc_cells(), plan.ttc_pick), picked(model_cells(), plan.model_pick)
+        if plan.max_numel:
+            ttc, models = ([shrink_cell(c, plan.max_numel) for c in cells] for cells in (ttc, models))
+        images = image_cells(plan.image_batches, plan.image_channels, plan.image_dtypes)
+        cells = ttc + images + models + random_cells(plan)
     return [c for c in cells if not permuted_is_contiguous(c)]
 
 

@@ -431,7 +431,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--thin", type=Path, nargs="+", metavar="TUNE_JSON",
                    help="no measuring: find the classes of saved runs (this build's classes) whose "
                         "first kernel ran on fewer than --thin-shapes of their shapes, draw grid shapes "
-                        "(seeds --seed, --seed + 1, ...) where that kernel runs, up to that many a class, "
+                        "(seeds --seed, --seed + 1, ...) where that kernel runs until it has run on that many, "
                         "and write them to --cells")
     p.add_argument("--draws", type=int, default=200, help="with --thin: at most this many grids drawn [200]")
     p.add_argument("--thin-shapes", type=int, default=FEW_SHAPES, metavar="N",

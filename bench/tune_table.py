@@ -63,9 +63,8 @@ ADVANTAGE = 2.0
 # bfloat16 broadcast permutes, four of them behind eager by 9-21% on `gather`, now at its speed;
 # and five broadcast or offset transposes where `gather` had won, now at eager's speed too
 # (1.96 -> 0.71, 1.38 -> 1.07, 1.25 -> 0.86, 1.12 -> 0.90, 0.69 -> 0.61 of clone).
-FEW_MARGIN = 1.15
 THIN_SHAPES = 8
-THIN_MARGINS = ((FEW_SHAPES, 1.25), (THIN_SHAPES, FEW_MARGIN))
+THIN_MARGINS = ((FEW_SHAPES, 1.25), (THIN_SHAPES, 1.15))
 # A class the table lacks takes the ranking of its family (family()): the tuning shapes of every
 # class that differs from it only in its tile-fill bucket and interleave flag, broadcast classes
 # apart from the others unless they have fewer than FEW_SHAPES shapes, ranked as one class
