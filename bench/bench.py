@@ -18,12 +18,16 @@ one cell runner (bench/harness.py): every op is checked bit-exactly against
 - Sweep: the TTC/HPTT/cuTT suite, image batches, model layouts at inference sizes and a seeded
   random sweep of awkward shapes and strided views (bench/sweep_cases.py), with a summary
   against eager, torch.compile (dynamic shapes) and Triton.
+- Workloads: the layout copies real models (timm, torchvision, transformers, where installed)
+  make in one forward pass, captured as they run, then timed copy by copy and per pass
+  (bench/workloads.py).
 
 Without a GPU, bench.py runs the CPU demo instead: every section on tiny shapes, checked
 bit-exactly and timed on the CPU, plus full-size CPU rows (ours against torch).
 
 Results go to stdout (markdown) and to <out>/<gpu>.{md,json,png}, <gpu>-permute.png and
-<gpu>-sweep.png (--sweep-only: <gpu>-sweep.{md,json,png}). The exit status is non-zero when any op gave a wrong result or failed
+<gpu>-sweep.png, <gpu>-workloads.png (--sweep-only: <gpu>-sweep.{md,json,png}; --workloads-only:
+<gpu>-workloads.{md,json,png}). The exit status is non-zero when any op gave a wrong result or failed
 unexpectedly.
 """
 
@@ -46,7 +50,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import torch  # noqa: E402
 
-from bench import cases, ops  # noqa: E402
+from bench import cases, ops, workloads  # noqa: E402
 from bench.harness import (Progress, Result, do_bench_timer, ext, host_loop_timer,  # noqa: E402
                            perf_counter_timer, run_cell, run_cells, sigterm_as_interrupt)
 from bench.report import Section, load_run, render_markdown, write_outputs  # noqa: E402
@@ -109,14 +113,18 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     only = p.add_mutually_exclusive_group()
     only.add_argument("--permute-only", action="store_true", help="only the permutation rows")
     only.add_argument("--sweep-only", action="store_true", help="only the sweep")
+    only.add_argument("--workloads-only", action="store_true",
+                      help="only the workloads: the layout copies of real models' forward passes")
     p.add_argument("--no-permute", action="store_true", help="skip the permutation rows")
     p.add_argument("--no-sweep", action="store_true", help="skip the sweep")
+    p.add_argument("--no-workloads", action="store_true", help="skip the workloads")
     p.add_argument("--render", type=Path, metavar="RUN.json",
                    help="measure nothing: write the report, JSON and charts of a saved run again "
                         "with this code (to --out, default bench/results), e.g. after a change "
                         "to the report")
     args = p.parse_args(argv)
-    if (args.permute_only and args.no_permute) or (args.sweep_only and args.no_sweep):
+    if ((args.permute_only and args.no_permute) or (args.sweep_only and args.no_sweep)
+            or (args.workloads_only and args.no_workloads)):
         p.error("an --X-only option contradicts --no-X")
     if args.out is None:
         args.out = Path("/tmp/bench-dry") if args.dry_run else REPO_ROOT / "bench" / "results"
@@ -131,9 +139,11 @@ def wanted_sections(args: argparse.Namespace) -> list[str]:
         return ["permute"]
     if args.sweep_only:
         return ["sweep"]
-    keys = (["cpu"] if args.dry_run else []) + ["matrix", "permute", "sweep"]
+    if args.workloads_only:
+        return ["workloads"]
+    keys = (["cpu"] if args.dry_run else []) + ["matrix", "permute", "sweep", "workloads"]
     return [k for k in keys if not (k == "permute" and args.no_permute)
-            and not (k == "sweep" and args.no_sweep)]
+            and not (k == "sweep" and args.no_sweep) and not (k == "workloads" and args.no_workloads)]
 
 
 def do_bench_text(warmup: int, rep: int) -> str:
@@ -176,26 +186,48 @@ def sweep_section(args: argparse.Namespace, compiles: ops.DynamicCompiles) -> Se
     drawn = ("" if args.sweep_seed is None else
              f"Random cells alone, drawn from seed {args.sweep_seed} (the committed sweep's are drawn from "
              f"seed {SWEEP_SEED}, beside the TTC suite, image batches and model layouts). ")
-    timing = drawn + (CPU_TIMING if args.dry_run else
-        do_bench_text(args.sweep_warmup, args.sweep_rep)
-        + " (shorter than the other sections, to fit the sweep in minutes), "
-        f"in {args.sweep_rounds} rounds: every op of a cell timed in turn, {args.sweep_rounds} times "
-        "(in reverse order every other round), keeping each op's fastest median (a one-off stall "
-        "of the machine then costs a round, not the cell); cells whose fastest op takes under "
-        f"{SHORT_CELL_MS * 1000:.0f} us in {max(args.sweep_rounds, args.sweep_short_rounds)} rounds "
-        "(a few-microsecond kernel's median moves by several percent between do_bench calls). "
-        "torch.compile ran with **dynamic shapes** (dynamic=True): compiled once per rank, "
+    timing = drawn + (CPU_TIMING if args.dry_run else sweep_timing_text(args) + (
+        " torch.compile ran with **dynamic shapes** (dynamic=True): compiled once per rank, "
         "permutation, dtype and view and reused across sizes (the matrix and permutation "
-        "sections compile with static shapes).")
+        "sections compile with static shapes)."))
     return Section("sweep", cells, ops.sweep_ops(args.dry_run, compiles), timing)
 
 
-def build_sections(args: argparse.Namespace, compiles: ops.DynamicCompiles) -> dict[str, Section]:
-    """Each wanted section with its cells, ops and timing text (nothing run yet)."""
+def sweep_timing_text(args: argparse.Namespace) -> str:
+    """How the sweep and the workloads time their cells."""
+    return (do_bench_text(args.sweep_warmup, args.sweep_rep)
+            + " (shorter than the other sections, to fit the sweep in minutes), "
+            f"in {args.sweep_rounds} rounds: every op of a cell timed in turn, {args.sweep_rounds} times "
+            "(in reverse order every other round), keeping each op's fastest median (a one-off stall "
+            "of the machine then costs a round, not the cell); cells whose fastest op takes under "
+            f"{SHORT_CELL_MS * 1000:.0f} us in {max(args.sweep_rounds, args.sweep_short_rounds)} rounds "
+            "(a few-microsecond kernel's median moves by several percent between do_bench calls).")
+
+
+def workloads_section(args: argparse.Namespace, device: torch.device) -> Section:
+    """The layout copies of real models, captured on `device` now (the GPU only: the CPU demo
+    says why it has none)."""
+    s = Section("workloads", [], ops.workload_ops(), "" if args.dry_run else sweep_timing_text(args))
+    if args.dry_run:
+        s.skipped = "the CPU demo runs no models (the workloads need the GPU)"
+        return s
+    found = workloads.capture_workloads(device, quick=args.quick)
+    s.cells = found.cells
+    s.notes = {"calls": found.calls, "workloads": found.workloads, "skipped_models": found.skipped}
+    if not found.workloads:
+        s.skipped = "no model could run (timm, torchvision and transformers are optional; install them)"
+    return s
+
+
+def build_sections(args: argparse.Namespace, compiles: ops.DynamicCompiles,
+                   device: torch.device) -> dict[str, Section]:
+    """Each wanted section with its cells, ops and timing text (nothing timed yet; the workloads'
+    cells are captured from the models' forward passes here)."""
     builders = {"cpu": cpu_section, "matrix": matrix_section, "permute": permute_section,
-                "sweep": lambda a: sweep_section(a, compiles)}
+                "sweep": lambda a: sweep_section(a, compiles),
+                "workloads": lambda a: workloads_section(a, device)}
     sections = {key: builders[key](args) for key in wanted_sections(args)}
-    for key in ("permute", "sweep"):
+    for key in ("permute", "sweep", "workloads"):
         if key in sections and not hasattr(torch.ops.cute_transpose, "permute"):
             sections[key].skipped = ("this build of cute_transpose has no "
                                      "`torch.ops.cute_transpose.permute` op")
@@ -208,7 +240,7 @@ def build_sections(args: argparse.Namespace, compiles: ops.DynamicCompiles) -> d
 def section_timer(key: str, args: argparse.Namespace):
     if args.dry_run:
         return perf_counter_timer(1, 5) if key == "cpu" else perf_counter_timer()
-    if key == "sweep":
+    if key in ("sweep", "workloads"):
         return do_bench_timer(args.sweep_warmup, args.sweep_rep)
     return do_bench_timer(args.warmup, args.rep)
 
@@ -272,6 +304,8 @@ def section_specs(key: str, dry_run: bool) -> list[ops.OpSpec]:
         return ops.select_matrix_ops(None, dry_run)
     if key == "permute":
         return ops.permute_ops(dry_run)
+    if key == "workloads":
+        return ops.workload_ops()
     return ops.sweep_ops(dry_run, ops.DynamicCompiles())
 
 
@@ -298,7 +332,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     device, device_name = setup_device(args.dry_run)
     torch.manual_seed(0)
     compiles = ops.DynamicCompiles()
-    sections = build_sections(args, compiles)
+    sections = build_sections(args, compiles, device)
 
     started = time.perf_counter()
     progress = Progress(sum(len(s.cells) for s in sections.values()))  # one bar over all
@@ -307,10 +341,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         with sigterm_as_interrupt():
             for key, s in sections.items():
-                sweep = key == "sweep" and not args.dry_run
+                sweep = key in ("sweep", "workloads") and not args.dry_run
                 s.results = []  # filled cell by cell: a stopped run reports what it measured
                 run_cells(s.cells, s.specs, section_timer(key, args), device, progress,
-                          rounds=args.sweep_rounds if key == "sweep" else 1,
+                          rounds=args.sweep_rounds if sweep else 1,
                           short=(SHORT_CELL_MS, args.sweep_short_rounds) if sweep else None, results=s.results)
                 if key == "matrix" and s.cells:
                     tiny = run_tiny(device, args.tiny_calls)

@@ -41,11 +41,18 @@ class View:
       expand      ``base.expand(...)``: `dim` has size 1 in the base and stride 0 in the input
       packed      ``parent.select(dim, 1)``: the parent has an extra dim of size `amount`
                   inserted at `dim` (one of q, k, v of a packed qkv)
+      strided     ``base.as_strided(shape, strides, offset)`` of a flat base: any layout, such
+                  as one a model handed to ``.contiguous()`` (bench/workloads.py)
     """
 
     kind: str = "contiguous"
     dim: int = 0
     amount: int = 0
+    strides: tuple[int, ...] = ()   # "strided" only, in elements
+    offset: int = 0                 # "strided" only: the storage offset, in elements
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "strides", tuple(self.strides))  # a list when read from JSON
 
     def text(self) -> str:
         """A short label for tables: '' for a contiguous input."""
@@ -56,6 +63,7 @@ class View:
             "transposed": f"T({self.dim},{self.amount}) base",
             "expand": f"expand d{self.dim}",
             "packed": f"packed d{self.dim}/{self.amount}",
+            "strided": f"strides ({','.join(map(str, self.strides))})+{self.offset}",
         }[self.kind]
 
     @classmethod
@@ -66,6 +74,9 @@ class View:
                     "packed": r"packed d(\d+)/(\d+)"}
         if not text:
             return cls()
+        if m := re.fullmatch(r"strides \(([\d,]*)\)\+(\d+)", text):
+            return cls("strided", strides=tuple(int(v) for v in m.group(1).split(",") if v),
+                       offset=int(m.group(2)))
         for kind, pattern in patterns.items():
             if m := re.fullmatch(pattern, text):
                 return cls(kind, int(m.group(1)), int(m.group(2) or 0))
@@ -128,6 +139,8 @@ def contiguous_strides(shape: Shape) -> tuple[int, ...]:
 def base_shape(shape: Shape, view: View) -> Shape:
     """The shape of the contiguous tensor the input is taken from."""
     s, d, a = list(shape), view.dim, view.amount
+    if view.kind == "strided":  # a flat base that holds every element the view reaches
+        return (strided_extent(shape, view.strides, view.offset),)
     if view.kind == "offset":
         s[d] += a
     elif view.kind == "step":
@@ -143,6 +156,8 @@ def base_shape(shape: Shape, view: View) -> Shape:
 
 def view_strides(shape: Shape, view: View) -> tuple[tuple[int, ...], int]:
     """(strides, storage offset) of the input, in elements, as torch lays out the view."""
+    if view.kind == "strided":
+        return view.strides, view.offset
     base = contiguous_strides(base_shape(shape, view))
     strides, d, a = list(base), view.dim, view.amount
     offset = 0
@@ -158,6 +173,13 @@ def view_strides(shape: Shape, view: View) -> tuple[tuple[int, ...], int]:
         offset = base[d]  # slice 1 of the packed dim
         del strides[d]
     return tuple(strides), offset
+
+
+def strided_extent(shape: Shape, strides: tuple[int, ...], offset: int) -> int:
+    """Elements a flat storage needs for a view of these sizes, strides and offset."""
+    if 0 in shape:
+        return offset
+    return offset + 1 + sum((size - 1) * stride for size, stride in zip(shape, strides))
 
 
 def is_contiguous(shape: Shape, strides: tuple[int, ...]) -> bool:

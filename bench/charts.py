@@ -4,6 +4,8 @@
 - <gpu>-permute.png: each permutation row's ratio to clone, per op
 - <gpu>-sweep.png: the sweep's distribution: ours against torch.compile per cell, and each
   op's sorted ratios
+- <gpu>-workloads.png: each model's layout copies per forward pass, ours and autotuned against
+  eager, and ours against eager per copy
 """
 
 from __future__ import annotations
@@ -211,10 +213,54 @@ def plot_sweep_chart(results, specs, title: str, path: Path) -> bool:
     rows = list(by_cell(results).values())
     names = [s.name for s in specs]
     peer = "compile" if any(ratio(row, "compile") for row in rows) else "eager"
-    groups = [g for g in GROUP_ORDER if any(row_cell(row).group == g for row in rows)]
-    colors = {g: matplotlib.colormaps["tab10"](k) for k, g in enumerate(groups)}
     fig, (left, right) = plt.subplots(1, 2, figsize=(13.0, 5.8))
-    draw_scatter(left, rows, peer, colors)
+    draw_scatter(left, rows, peer, group_colors(rows))
     draw_sorted(right, rows, [n for n in names if n != "clone"])
+    fig.suptitle(title)
+    return save_figure(fig, path)
+
+
+def group_colors(rows: list) -> dict:
+    """A color per cell group: the sweep's classes in their order, then any others."""
+    import matplotlib
+    present = {row_cell(row).group for row in rows}
+    groups = [g for g in GROUP_ORDER if g in present] + sorted(present - set(GROUP_ORDER))
+    cmap = matplotlib.colormaps["tab10" if len(groups) <= 10 else "tab20"]
+    return {g: cmap(k % cmap.N) for k, g in enumerate(groups)}
+
+
+# --------------------------------------------------------------------------------------------
+# The workloads
+# --------------------------------------------------------------------------------------------
+
+def plot_workloads_chart(results, specs, title: str, path: Path, calls: dict) -> bool:
+    """Left: each model's layout copies in one forward pass, time against eager's (bars).
+    Right: ours against eager, one dot per distinct copy, colored by model."""
+    from bench.workloads_report import pass_times
+    plt = pyplot()
+    if plt is None or not any(r.ratio for r in results):
+        return False
+    rows = list(by_cell(results).values())
+    times = [t for t in pass_times(results, calls) if t.us.get("eager")]
+    ops = [op for op in (OURS, "autotuned") if any(t.us.get(op) for t in times)]
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13.0, 0.9 + 0.42 * max(len(times), 10)))
+    height = 0.8 / max(1, len(ops))
+    for k, op in enumerate(ops):
+        ys = [i + (k - (len(ops) - 1) / 2) * height for i in range(len(times))]
+        speed = [t.us["eager"] / t.us[op] if t.us.get(op) else 0.0 for t in times]
+        bars = left.barh(ys, speed, height=height, label=op)
+        for bar, t, v in zip(bars, times, speed):
+            if v:
+                left.text(v + 0.01, bar.get_y() + bar.get_height() / 2,
+                          f"{v:.2f} ({t.us[op]:.0f} µs)", va="center", fontsize=7)
+    left.axvline(1.0, color="black", linewidth=1, label="eager")
+    left.set_xlim(0, 1.3 * max([1.0] + [t.us["eager"] / t.us[op] for t in times for op in ops if t.us.get(op)]))
+    left.set_yticks(range(len(times)), [f"{t.group}\n{t.copies} copies" for t in times], fontsize=7)
+    left.invert_yaxis()
+    left.set_xlabel("time(eager) / time(op), all of one forward pass's layout copies")
+    left.set_title("per forward pass (right of the line: faster than eager)", fontsize=9)
+    left.grid(axis="x", alpha=0.3)
+    left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=3)
+    draw_scatter(right, rows, "eager", group_colors(rows))
     fig.suptitle(title)
     return save_figure(fig, path)

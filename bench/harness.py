@@ -71,6 +71,8 @@ def apply_view(base: torch.Tensor, shape: Shape, view: View) -> torch.Tensor:
         return base.expand(shape)
     if view.kind == "packed":
         return base.select(d, 1)
+    if view.kind == "strided":
+        return base.as_strided(shape, view.strides, view.offset)
     return base
 
 

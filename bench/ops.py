@@ -226,6 +226,12 @@ def sweep_ops(dry_run: bool, compiles: DynamicCompiles) -> list[OpSpec]:
     return [s for s in specs if not (dry_run and s.gpu_only)]
 
 
+def workload_ops() -> list[OpSpec]:
+    """The workloads' ops: the sweep's, less torch.compile and Triton (a model's copies are
+    timed against the eager code the model runs)."""
+    return [s for s in sweep_ops(False, DynamicCompiles()) if s.name not in ("compile", "triton")]
+
+
 def cpu_row_ops() -> list[OpSpec]:
     """The CPU demo's full-size rows: torch against ours, on the CPU."""
     return [

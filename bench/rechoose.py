@@ -4,6 +4,7 @@ class rule can be checked against saved runs on any machine, without a GPU.
 
     python3 bench/rechoose.py bench/results/NVIDIA_H100_80GB_HBM3-sweep.json [--all]
     python3 bench/rechoose.py bench/results/NVIDIA_H100_80GB_HBM3.json  # matrix and permutation tables
+    python3 bench/rechoose.py bench/results/NVIDIA_H100_80GB_HBM3-workloads.json
 
 Prints one line per cell whose kernel changes (with --all: every cell), marked `+` where the
 measured kernel trailed eager by more than 0.01 (a change there may help) and `-` where it beat
@@ -38,7 +39,7 @@ def chosen(x: torch.Tensor, dims: Sequence[int], arch: int) -> str:
     return json.loads(torch.ops.cute_transpose._explain(x, list(dims), arch, ""))["kernel"]
 
 
-SECTIONS = ("results", "permute", "sweep")  # a run's matrix, permutation and sweep tables
+SECTIONS = ("results", "permute", "sweep", "workloads")  # a run's tables, by section
 TIMINGS = "autotuned on this device (median launches, fastest first): "  # csrc/ops.cpp, explain()
 
 
@@ -66,10 +67,10 @@ def rechoose(saved: dict, arch: int = 90) -> list[dict]:
     ext()
     ops = collections.defaultdict(dict)
     for r in (r for section in SECTIONS for r in saved.get(section, ())):
-        key = (r["case"], tuple(r["shape"]), tuple(r["dims"]), r["dtype"], json.dumps(r["view"]))
+        key = (r["case"], tuple(r["shape"]), tuple(r["dims"]), r["dtype"], json.dumps(r["view"]), r.get("group", ""))
         ops[key][r["op"]] = r
     rows = []
-    for (case, shape, dims, dtype, view), cell in ops.items():
+    for (case, shape, dims, dtype, view, _), cell in ops.items():
         ours, eager = cell.get("permute") or cell.get("transpose"), cell.get("eager")
         if ours is None or ours.get("explain") is None:
             continue

@@ -20,14 +20,14 @@ from typing import Callable, Optional
 from bench.cases import GOAL_TEXT, TINY_SHAPE, Cell, View, dims_text, shape_text
 from bench.harness import OpSpec, Result
 from bench.summary import Row, by_cell, geomean, goal_met, ratio
-from bench import sweep_report
+from bench import sweep_report, workloads_report
 
 
 @dataclass
 class Section:
     """One section of the benchmark: its cells and ops, how it was timed, what came out."""
 
-    key: str                        # matrix | permute | sweep | cpu
+    key: str                        # matrix | permute | sweep | workloads | cpu
     cells: list[Cell]
     specs: list[OpSpec]
     timing: str = ""                # how the section was timed, for its header
@@ -208,8 +208,9 @@ def render_markdown(meta: dict, sections: dict[str, Section], tiny: list[Result]
     parts = {"cpu": lambda s: cpu_markdown(s),
              "matrix": lambda s: matrix_markdown(s, tiny, meta["tiny_calls"]),
              "permute": permute_markdown,
-             "sweep": sweep_report.sweep_markdown}
-    for key in ("cpu", "matrix", "permute", "sweep"):
+             "sweep": sweep_report.sweep_markdown,
+             "workloads": workloads_report.workloads_markdown}
+    for key in ("cpu", "matrix", "permute", "sweep", "workloads"):
         if key in sections:
             lines += ["", *parts[key](sections[key])]
     return "\n".join(lines) + "\n"
@@ -230,7 +231,8 @@ def result_json(r: Result) -> dict:
 
 def payload(meta: dict, sections: dict[str, Section], tiny: list[Result]) -> dict:
     """Everything measured. Keys: meta, results (matrix rows), tiny, permute, permute_goal,
-    sweep, sweep_summary, cpu_rows; each present where its section ran."""
+    sweep, sweep_summary, workloads, workloads_summary, cpu_rows; each present where its
+    section ran."""
     out: dict = {"meta": meta}
     if "matrix" in sections:
         out["results"] = [result_json(r) for r in sections["matrix"].results]
@@ -248,13 +250,18 @@ def payload(meta: dict, sections: dict[str, Section], tiny: list[Result]) -> dic
         s = sections["sweep"]
         out["sweep"] = [result_json(r) for r in s.results]
         out["sweep_summary"] = {**sweep_report.summary_json(s.results), **s.notes}
+    if "workloads" in sections:
+        s = sections["workloads"]
+        out["workloads"] = [result_json(r) for r in s.results]
+        out["workloads_summary"] = {**workloads_report.workloads_json(s), "skipped": s.skipped or None}
     if "cpu" in sections:
         out["cpu_rows"] = [result_json(r) for r in sections["cpu"].results]
     return out
 
 
 # Where each section's rows sit in the JSON (payload()).
-SECTION_ROWS = {"cpu": "cpu_rows", "matrix": "results", "permute": "permute", "sweep": "sweep"}
+SECTION_ROWS = {"cpu": "cpu_rows", "matrix": "results", "permute": "permute", "sweep": "sweep",
+                "workloads": "workloads"}
 
 
 def result_of(row: dict) -> Result:
@@ -286,6 +293,10 @@ def load_run(path: Path, specs_of: Callable[[str, bool], list[OpSpec]]) -> tuple
         if key == "sweep":
             summary = data.get("sweep_summary") or {}
             s.notes = {k: summary[k] for k in ("first_call_s", "compile_graphs") if k in summary}
+        if key == "workloads":
+            summary = data.get("workloads_summary") or {}
+            s.notes = {k: summary[k] for k in ("calls", "workloads", "skipped_models") if k in summary}
+            s.skipped = summary.get("skipped") or ""
         sections[key] = s
     tiny = [result_of(row) for row in data.get("tiny", [])]
     return meta, sections, tiny
@@ -299,13 +310,15 @@ def sanitize(name: str) -> str:
 def write_outputs(out_dir: Path, meta: dict, sections: dict[str, Section], tiny: list[Result],
                   markdown: str) -> list[Path]:
     """<out>/<gpu>.json (raw numbers), .md (the printed report), and the charts of the sections
-    that ran: .png (matrices), -permute.png, -sweep.png. A run of the sweep alone writes
-    <gpu>-sweep.json and -sweep.md, so that it does not overwrite the other sections' files."""
+    that ran: .png (matrices), -permute.png, -sweep.png, -workloads.png. A run of the sweep
+    (or the workloads) alone writes <gpu>-sweep.json and -sweep.md (-workloads.*), so that it
+    does not overwrite the other sections' files."""
     from bench import charts
 
     out_dir.mkdir(parents=True, exist_ok=True)
     stem = out_dir / sanitize(meta["device_name"])
-    report = stem.with_name(stem.name + "-sweep") if set(sections) == {"sweep"} else stem
+    alone = set(sections) & {"sweep", "workloads"} if len(sections) == 1 else set()
+    report = stem.with_name(f"{stem.name}-{alone.pop()}") if alone else stem
     paths = [report.with_suffix(".json"), report.with_suffix(".md")]
     paths[0].write_text(json.dumps(payload(meta, sections, tiny), indent=1, default=str) + "\n")
     paths[1].write_text(markdown)
@@ -315,7 +328,11 @@ def write_outputs(out_dir: Path, meta: dict, sections: dict[str, Section], tiny:
              ("permute", stem.with_name(stem.name + "-permute.png"), charts.plot_permute_chart,
               f"x.permute(dims).contiguous(), ratio to clone: {device}"),
              ("sweep", stem.with_name(stem.name + "-sweep.png"), charts.plot_sweep_chart,
-              f"Sweep, ratio to clone per cell: {device}")]
+              f"Sweep, ratio to clone per cell: {device}"),
+             ("workloads", stem.with_name(stem.name + "-workloads.png"),
+              lambda results, specs, title, path: charts.plot_workloads_chart(
+                  results, specs, title, path, sections["workloads"].notes.get("calls", {})),
+              f"Real models' layout copies: {device}")]
     for key, path, plot, title in plots:
         s = sections.get(key)
         if s is not None and s.results and plot(s.results, s.specs, title, path):

@@ -3,6 +3,7 @@ grid's cells, input views, the bit check, the summary statistics, and the tuning
 
 import collections
 import dataclasses
+import json
 import math
 import sys
 from pathlib import Path
@@ -124,7 +125,8 @@ def test_compiled_graphs_are_bounded(full_sweep):
 # Views, the check, the runner
 
 VIEWS = [View(), View("offset", 2, 3), View("offset", 0, 1), View("step", 1, 2),
-         View("transposed", 2, 0), View("expand", 1), View("packed", 1, 3)]
+         View("transposed", 2, 0), View("expand", 1), View("packed", 1, 3),
+         View("strided", strides=(40, 1, 5), offset=3)]
 
 
 @pytest.mark.parametrize("view", VIEWS, ids=lambda v: v.kind + str(v.dim))
@@ -444,8 +446,8 @@ def test_a_saved_run_reads_back_plain_or_compressed(tmp_path):
 def test_bench_cli_sections():
     from bench import bench
     assert bench.wanted_sections(bench.parse_args(["--dry-run"])) == [
-        "cpu", "matrix", "permute", "sweep"]
-    assert bench.wanted_sections(bench.parse_args(["--no-sweep", "--no-permute"])) == ["matrix"]
+        "cpu", "matrix", "permute", "sweep", "workloads"]
+    assert bench.wanted_sections(bench.parse_args(["--no-sweep", "--no-permute", "--no-workloads"])) == ["matrix"]
     assert bench.wanted_sections(bench.parse_args(["--sweep-only"])) == ["sweep"]
     with pytest.raises(SystemExit):
         bench.parse_args(["--sweep-only", "--no-sweep"])
@@ -457,7 +459,6 @@ def test_bench_cli_sections():
 def test_a_stopped_benchmark_writes_the_cells_it_measured(tmp_path, monkeypatch):
     # Ctrl-C or SIGTERM (a time limit) after three cells of the CPU demo's sweep: the run still
     # writes its files, with those cells, says it stopped, and exits 130.
-    import json
     import signal
     from bench import bench
     done = []
@@ -481,7 +482,6 @@ def test_a_saved_run_renders_again_to_the_same_report_and_json(tmp_path, monkeyp
     # --render measures nothing: from a run's JSON it writes the same report and JSON (every
     # section of the CPU demo, the 256x256 rows included), so a change to the report can be
     # applied to a saved run. The full-size CPU rows are cut to one small cell here.
-    import json
     from bench import bench
     monkeypatch.setattr(cases, "cpu_cells", lambda: [Cell("cpu", "small", (64, 48), (1, 0), "float32")])
     assert bench.main(["--dry-run", "--out", str(tmp_path / "run")]) == 0
@@ -762,7 +762,6 @@ def test_tune_times_again_only_results_far_below_their_class():
 
 def test_tune_retime_keeps_the_faster_timing(tmp_path):
     from bench import tune
-    import json
     rows = []
     for n, ours in ((20, 1.0), (24, 1.1), (28, 0.9), (32, 0.001)):
         for k, r in (("clone", 1.0), ("ours", ours), ("aten", 1.0)):
@@ -788,7 +787,6 @@ def test_tune_retime_keeps_the_faster_timing(tmp_path):
 
 def test_tune_remeasure_replaces_a_changed_kernels_timings(tmp_path):
     from bench import tune
-    import json
     rows = []
     for n, key in ((20, "t.a"), (24, "t.a"), (28, "t.b")):
         for k, r in (("clone", 1.0), ("ours", 0.5), ("aten", 1.0)):
@@ -833,7 +831,6 @@ def test_tune_remeasure_replaces_a_changed_kernels_timings(tmp_path):
 def saved_tune_run(path, cells, left_out=()):
     """A saved tune.json at `path`: each (shape, dims) of `cells` timed for clone (1.0), "ours"
     (0.5) and "aten" (1.0) in class t.a, but the (shape, kernel) pairs of `left_out`."""
-    import json
     rows = [{"case": "c", "shape": list(shape), "dims": list(dims), "dtype": "float32", "view": "", "kernel": k,
              "status": "ok", "ms": 1 / r, "ratio": r, "detail": "",
              "explain": {"class": "t.a", "kernel": "ours"} if k == "clone" else None}
@@ -848,7 +845,6 @@ def saved_tune_run(path, cells, left_out=()):
 
 def test_tune_remeasure_adds_a_kernel_new_to_the_saved_run(tmp_path):
     from bench import tune
-    import json
     saved = saved_tune_run(tmp_path / "tune.json", [((n, 2, 30), dims) for n, dims in (
         (20, (1, 0, 2)), (24, (1, 0, 2)), (28, (1, 0, 2)), (32, (2, 1, 0)))])
     # the fake chooser's "rows" was never timed in this run: it is timed on every shape it is
@@ -872,7 +868,6 @@ def test_tune_remeasure_adds_a_kernel_new_to_the_saved_run(tmp_path):
 
 def test_tune_remeasure_also_times_a_kernel_on_shapes_it_never_ran(tmp_path):
     from bench import tune
-    import json
     # "ours" timed on the first two shapes only (another class, say, when it ran)
     saved = saved_tune_run(tmp_path / "tune.json", [((n, 30), (1, 0)) for n in (20, 24, 28)],
                            left_out={((28, 30), "ours")})
@@ -886,9 +881,11 @@ def test_tune_remeasure_also_times_a_kernel_on_shapes_it_never_ran(tmp_path):
 
 
 @pytest.mark.parametrize("view", [View(), View("offset", 2, 1), View("step", 0, 3), View("transposed", 3, 1),
-                                  View("expand", 1), View("packed", 2, 3)], ids=lambda v: v.kind)
+                                  View("expand", 1), View("packed", 2, 3),
+                                  View("strided", strides=(96, 0, 1, 3), offset=5)], ids=lambda v: v.kind)
 def test_a_view_reads_back_from_its_text(view):
     assert View.parse(view.text()) == view
+    assert View(**json.loads(json.dumps(dataclasses.asdict(view)))) == view  # and from a run's JSON
 
 
 def test_rechoose_replays_the_chooser_on_a_saved_sweep():
