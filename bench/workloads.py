@@ -24,6 +24,7 @@ from typing import Callable, NamedTuple, Optional, Sequence
 import torch
 
 from bench.cases import CONTIGUOUS, Cell, View, is_contiguous
+from bench.harness import first_line
 
 Inputs = Callable[[torch.device, torch.dtype], tuple[tuple, dict]]
 
@@ -203,7 +204,7 @@ def label(w: Workload) -> str:
 @dataclass
 class Captured:
     """What the capture found: one cell per distinct copy, the copies per forward pass of each
-    cell (by cell name), and the workloads that could not run, with why."""
+    cell (by cell_key), and the workloads that could not run, with why."""
 
     cells: list[Cell]
     calls: dict[str, int]
@@ -226,7 +227,7 @@ def capture_workloads(device: torch.device, quick: bool = False,
             args, kwargs = w.inputs(device, dtype)
             copies = capture(model, args, kwargs)
         except Exception as e:  # noqa: BLE001  (a missing library or model: reported, not fatal)
-            found.skipped[label(w)] = f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}"
+            found.skipped[label(w)] = f"{type(e).__name__}: {first_line(e)}"
             log(f"workloads: {label(w)} skipped ({found.skipped[label(w)]})")
             continue
         finally:

@@ -59,13 +59,12 @@ def pass_table(times: list[PassTime], notes: dict) -> list[str]:
         rows.append([t.group, m.get("dtype", ""), m.get("batch", ""), f"{t.copies} ({t.distinct})",
                      *(fmt_us(t.us.get(op)) for op in ops), speedup(t, OURS),
                      *([speedup(t, TUNED)] if TUNED in ops else [])])
-    total = {op: sum(v for t in times if (v := t.us.get(op)) is not None) for op in ops}
     complete = [t for t in times if all(t.us.get(op) is not None for op in ops)]
-    if len(complete) > 1:
-        rows.append(["all", "", "", f"{sum(t.copies for t in complete)}",
-                     *(fmt_us(sum(t.us[op] for t in complete)) for op in ops),
-                     f"{total['eager'] / total[OURS]:.2f}" if total.get(OURS) else "",
-                     *([f"{total['eager'] / total[TUNED]:.2f}"] if total.get(TUNED) else [])])
+    if len(complete) > 1:  # the models every op has a time for, summed
+        total = PassTime("all", sum(t.copies for t in complete), sum(t.distinct for t in complete),
+                         {op: sum(t.us[op] for t in complete) for op in ops})
+        rows.append(["all", "", "", str(total.copies), *(fmt_us(total.us[op]) for op in ops),
+                     speedup(total, OURS), *([speedup(total, TUNED)] if TUNED in ops else [])])
     return [markdown_table(header, rows, left_cols=4)]
 
 
