@@ -14,6 +14,9 @@ Run from the repository root on the GPU the table is for (about 4 minutes on an 
                                                           # (CPU) shapes for the thin classes,
     PYTHONPATH=python python bench/tune.py --cells THIN.json --report .../<gpu>-tune-thin.md
                                                           # then measured like a grid
+    PYTHONPATH=python python bench/tune.py --layouts 40 --report .../<gpu>-tune-layouts.md
+                                                          # the layout copies of real models
+                                                          #    (bench/layout_grid.py), as a grid
 
 For each shape of the grid (bench/tune_grid.py): the class key comes from
 ``cute_transpose.explain(x, dims)["class"]``; every kernel of ``cute_transpose.KERNELS`` runs
@@ -56,6 +59,7 @@ from bench.harness import (OpSpec, Progress, Result, do_bench_timer, ext,  # noq
 from bench.ops import CLONE  # noqa: E402
 from bench.report import sanitize  # noqa: E402
 from bench.tune_grid import MAIN_BANDS, TUNE_SEED, VIEW_KINDS, by_chooser_class, tune_cells  # noqa: E402
+from bench.layout_grid import layout_cells  # noqa: E402
 from bench.summary import by_cell  # noqa: E402
 from bench.tune_table import (FEW_SHAPES, SMALL_WORK, Holdout, SavedResult, aggregate, class_holdout,  # noqa: E402
                               class_key, families, holdout, inc_text, picked, read_run,
@@ -297,9 +301,9 @@ def changed(results: list, kernel: str, where: str, saved: Optional[list] = None
     cells = by_cell(results)
 
     def runs(cell, row) -> bool:
-        if kernel not in row:
-            return offers is not None and offers(cell, kernel)
-        return row[kernel].status == "ok"
+        if kernel in row and row[kernel].status == "ok":
+            return True
+        return offers is not None and offers(cell, kernel)  # new to the shape, or refused it before
     return {cell: {kernel, *(k for k in beside if k in row and row[k].status == "ok")}
             for cell, row in cells.items()
             if re.search(where, class_key(row) or "") and runs(cell, row)
@@ -326,13 +330,22 @@ def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torc
                          lambda cell, kernel: chooser.config(saved_cell(cell), kernel),
                          lambda cell, kernel: chooser.offers(saved_cell(cell), kernel), args.beside)
                  if args.remeasure else suspects(results, chooser.kernels))
+        if args.cells:  # only the listed shapes
+            listed = {(c["case"], tuple(c["shape"]), tuple(c["dims"]), c["dtype"], c["view"])
+                      for c in json.loads(args.cells.read_text())}
+            found = {cell: ks for cell, ks in found.items() if cell in listed}
         again = retime({saved_cell(c): ks for c, ks in found.items()}, chooser, timer, device)
-        faster = 0
+        faster = revived = 0
         cell_of = lambda row: saved_cell((row["case"], tuple(row["shape"]), tuple(row["dims"]), row["dtype"],
                                           row["view"]))
+        clone_ms = {cell_of(row): row["ms"] for row in saved["rows"] if row["kernel"] == "clone"}
         for row in saved["rows"]:
             new = again.get((cell_of(row), row["kernel"]))
-            if new is not None and args.remeasure:
+            if new is not None and args.remeasure and row["status"] != "ok":  # it refused the shape before
+                row.update(status="ok", detail=f"runs after a change to the kernel: {new:.3f} of clone",
+                           ratio=new, ms=clone_ms[cell_of(row)] / new)
+                revived += 1
+            elif new is not None and args.remeasure:
                 row.update(timed_again(row["ratio"], row["ms"], new, f"timed again after a change to the "
                                        f"kernel: {new:.3f} of clone, {row['ratio']:.3f} before"))
             elif new is not None and row["ratio"] and new > row["ratio"]:
@@ -351,9 +364,11 @@ def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torc
             timed = sum(1 for ks in again if ks[1] == args.remeasure)
             note = (f"{args.remeasure} {'timed, new to this run,' if added else 'timed again after a change to it'}"
                     f" on its {timed} shapes" + (f" ({len(first)} of them new to it)" if first and not added else "")
+                    + (f" ({revived} of them refused before)" if revived else "")
                     + (f" of the classes matching `{args.where}`" if args.where else "")
                     + (f" where its configuration matches `{args.config}`" if args.config else "")
                     + (" that this build puts in another class" if args.moved else "")
+                    + (f" listed in {args.cells.name}" if args.cells else "")
                     + (f", beside {', '.join(args.beside)} timed again" if args.beside else ""))
             saved["meta"]["retimed"] = "; ".join(filter(None, (saved["meta"].get("retimed"), note)))
         else:
@@ -390,6 +405,10 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--small", action="store_true",
                    help="measure the small-work grid instead of the main one: shapes of 2^14-2^20 "
                         "elements, which the chooser puts in its '.s' classes (bench/tune_grid.py)")
+    p.add_argument("--layouts", type=int, default=0, metavar="PER_FAMILY",
+                   help="measure the layouts grid instead of the main one: this many shapes of each "
+                        "kind of layout copy real models make (bench/layout_grid.py: window and grid "
+                        "partitions, packed and split attention heads, channels-last maps, ...)")
     p.add_argument("--view", choices=VIEW_KINDS, default="",
                    help="a grid of the 'view' classes alone, every input a view of this kind (a run "
                         "that adds shapes to the classes it marks, such as broadcast inputs)")
@@ -439,7 +458,7 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                         f"shapes; shapes are drawn until it has run on N [{FEW_SHAPES}]")
     p.add_argument("--cells", type=Path, metavar="JSON",
                    help="the shapes --thin writes; without --thin, measure these shapes instead of "
-                        "a drawn grid")
+                        "a drawn grid; with --retime, time only those of them in the saved runs")
     p.add_argument("--dry-run", action="store_true",
                    help="on the CPU, tiny shapes, perf_counter timing; writes under /tmp/tune-dry")
     p.add_argument("--fake", action="store_true",
@@ -615,6 +634,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.cells:
         drawn = cells = listed_cells(args.cells)
         print(f"tune.py: {len(cells)} shapes of {args.cells}", file=sys.stderr)
+    elif args.layouts:
+        drawn = cells = layout_cells(args.layouts, args.seed)
+        print(f"tune.py: {len(cells)} shapes of the layouts grid", file=sys.stderr)
     else:
         drawn = tune_cells(args.per_class, args.seed, bands, args.view)
         cells = by_chooser_class(drawn, chooser.classify, args.per_key, args.max_shapes)
@@ -634,8 +656,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     meta = {"device_name": device_name, "torch": torch.__version__,
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
             "chooser": chooser.source, "kernels": list(chooser.kernels),
-            "seed": f"{args.cells.name} (--thin)" if args.cells else args.seed,
-            "bands": list(bands), **({"view": args.view} if args.view else {}),
+            "seed": (f"{args.cells.name} (--thin)" if args.cells else
+                     f"{args.seed} (--layouts {args.layouts})" if args.layouts else args.seed),
+            "bands": ["layouts"] if args.layouts and not args.cells else list(bands),
+            **({"view": args.view} if args.view else {}),
             "shapes": measured, "grid_shapes": len(cells), "drawn": len(drawn),
             "per_class": args.per_class, "per_key": args.per_key,
             "seconds": round(time.perf_counter() - started, 1),

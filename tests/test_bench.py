@@ -3,6 +3,7 @@ grid's cells, input views, the bit check, the summary statistics, and the tuning
 
 import collections
 import dataclasses
+import gzip
 import json
 import math
 import sys
@@ -880,6 +881,28 @@ def test_tune_remeasure_also_times_a_kernel_on_shapes_it_never_ran(tmp_path):
     assert after["meta"]["kernels"] == ["aten", "ours"]
 
 
+def test_tune_remeasure_of_listed_shapes_times_a_kernel_where_it_refused_before(tmp_path):
+    from bench import tune
+    saved = saved_tune_run(tmp_path / "tune.json", [((n, 30), (1, 0)) for n in (20, 24, 28)])
+    run = json.loads(saved.read_text())
+    for row in run["rows"]:  # "ours" refused the 24-row shape when the run was made
+        if row["kernel"] == "ours" and row["shape"][0] == 24:
+            row.update(status="n/a", ms=None, ratio=None, detail="cannot run")
+    saved.write_text(json.dumps(run))
+    listed = tmp_path / "cells.json"
+    listed.write_text(json.dumps([{"case": "c", "shape": [n, 30], "dims": [1, 0], "dtype": "float32", "view": ""}
+                                  for n in (24, 28)]))
+    assert tune.main(["--dry-run", "--fake", "--retime", str(saved), "--remeasure", "ours", "--cells", str(listed)]) == 0
+    after = json.loads(saved.read_text())
+    ours = {r["shape"][0]: r for r in after["rows"] if r["kernel"] == "ours"}
+    assert ours[20]["detail"] == "" and ours[20]["ratio"] == 0.5  # not listed: left alone
+    assert ours[24]["status"] == "ok" and ours[24]["detail"].startswith("runs after a change to the kernel")
+    assert ours[24]["ms"] == pytest.approx(1 / ours[24]["ratio"])  # clone: 1 ms
+    assert ours[28]["detail"].startswith("timed again after a change to the kernel")
+    assert after["meta"]["retimed"] == "ours timed again after a change to it on its 2 shapes (1 of them refused " \
+                                       "before) listed in cells.json"
+
+
 @pytest.mark.parametrize("view", [View(), View("offset", 2, 1), View("step", 0, 3), View("transposed", 3, 1),
                                   View("expand", 1), View("packed", 2, 3),
                                   View("strided", strides=(96, 0, 1, 3), offset=5)], ids=lambda v: v.kind)
@@ -949,3 +972,27 @@ def test_tile_shapes_small_grid_and_its_summary():
     assert f"on the 1 where it runs a kernel of ours 2.000 x (worst 2.00 x)" in text
     assert tile_shapes.chosen({"cuda": {"kernel": "tile", "config": "64x64 small tile, 64 threads"}}) == "small"
     assert tile_shapes.chosen({"kernel": "aten", "config": "torch's own strided copy"}) == "aten"
+
+
+def test_the_layouts_grid_draws_copies_of_every_family_within_its_bounds():
+    from bench import layout_grid
+    from bench.cases import permuted_is_contiguous, strided_extent
+    cells = layout_grid.layout_cells(6, seed=7)
+    assert {c.group for c in cells} == set(layout_grid.FAMILIES)
+    assert cells == layout_grid.layout_cells(6, seed=7) != layout_grid.layout_cells(6, seed=8)  # seeded
+    for c in cells:
+        assert layout_grid.MIN_ELEMENTS <= c.numel <= layout_grid.MAX_ELEMENTS, c
+        assert sorted(c.dims) == list(range(len(c.shape))) and not permuted_is_contiguous(c), c
+        if c.view.kind == "strided":  # a slice of a packed tensor: inside it, and not contiguous
+            assert len(c.view.strides) == len(c.shape) and c.view.strides[-1] == 1
+            assert strided_extent(c.shape, c.view.strides, c.view.offset) <= c.view.strides[0] * c.shape[0]
+
+
+def test_tune_measures_the_layouts_grid_in_a_dry_run(tmp_path):
+    from bench import tune
+    out, report = tmp_path / "t.inc", tmp_path / "layouts.md"
+    assert tune.main(["--dry-run", "--fake", "--layouts", "1", "--out", str(out), "--report", str(report)]) == 0
+    run = json.loads(gzip.decompress((tmp_path / "layouts.json.gz").read_bytes()))
+    assert run["meta"]["bands"] == ["layouts"] and run["meta"]["seed"].endswith("(--layouts 1)")
+    from bench.layout_grid import FAMILIES
+    assert {r["case"].rsplit(" ", 1)[0] for r in run["rows"]} == set(FAMILIES)
