@@ -6,7 +6,9 @@ partition of an image splits both spatial dims and interleaves the halves, a pac
 one slice at a time, a channels-first feature map meets a channels-last one with the window
 dims in between. bench/workloads.py times the copies of a fixed set of models; this grid draws
 the same kinds of copy with other sizes (batch, resolution, channels, heads, windows, dtype),
-so that the chooser's table learns the layouts rather than those models' shapes.
+to check the chooser's table on the layouts rather than on those models' shapes alone (ranked
+into the table, the grid cost the benchmark's own cells: docs/PERFORMANCE.md, "The layouts
+grid").
 
 Each family below is one kind of copy, written as the model writes it: the input's sizes and
 strides (a `strided` view where the model copies a slice or a permuted view), and the
