@@ -17,7 +17,6 @@ permutation. Plain Python, no torch.
 
 from __future__ import annotations
 
-import math
 import random
 from typing import Callable, Optional
 
@@ -37,6 +36,12 @@ def pick(rng: random.Random, *options):
 def either(rng: random.Random, there: Draw, back: Draw) -> Draw:
     """A copy one way or the other, as likely."""
     return there if rng.random() < 0.5 else back
+
+
+def packed_slice(tokens: int, heads: int, dim: int, which: int) -> View:
+    """Slice `which` (q, k or v) of a packed (B, tokens, 3, heads, dim) projection, as
+    (B, tokens, heads, dim)."""
+    return View("strided", strides=(tokens * 3 * heads * dim, 3 * heads * dim, dim, 1), offset=which * heads * dim)
 
 
 def batch(rng: random.Random) -> int:
@@ -90,10 +95,8 @@ def packed_heads(rng: random.Random) -> Draw:
     h, d = pick(rng, 2, 3, 4, 6, 8, 12, 16), pick(rng, 16, 32, 64, 128)
     n = pick(rng, 49, 64, 144, 196, 197, 256, 577, 785, 1024, 3137)
     b = batch(rng) * (pick(rng, 1, 4, 16, 64) if n <= 256 else 1)
-    which = rng.randrange(3)
-    shape = (b, n, h, d)
-    view = View("strided", strides=(n * 3 * h * d, 3 * h * d, d, 1), offset=which * h * d)
-    return shape, pick(rng, (0, 2, 1, 3), (0, 2, 1, 3), (0, 2, 3, 1)), view
+    view = packed_slice(n, h, d, rng.randrange(3))
+    return (b, n, h, d), pick(rng, (0, 2, 1, 3), (0, 2, 1, 3), (0, 2, 3, 1)), view
 
 
 def split_heads(rng: random.Random) -> Draw:
@@ -140,8 +143,7 @@ def head_merge(rng: random.Random) -> Draw:
     length, b = pick(rng, 64, 128, 256, 512, 1024, 1500, 2048, 4096), batch(rng)
     if rng.random() < 0.67:
         return (b, length, h, d) if rng.random() < 0.5 else (b, h, length, d), (0, 2, 1, 3), None
-    view = View("strided", strides=(length * 3 * h * d, 3 * h * d, d, 1), offset=rng.randrange(3) * h * d)
-    return (b, length, h, d), (0, 2, 1, 3), view
+    return (b, length, h, d), (0, 2, 1, 3), packed_slice(length, h, d, rng.randrange(3))
 
 
 def channel_shuffle(rng: random.Random) -> Draw:
@@ -172,7 +174,7 @@ def layout_cell(family: str, k: int, rng: random.Random, attempts: int = 30) -> 
         dtype = rng.choice(DTYPES)
         cell = Cell("tune", f"{family} {k}", tuple(shape), tuple(dims), dtype,
                     view or View(), group=family)
-        if MIN_ELEMENTS <= math.prod(shape) <= MAX_ELEMENTS and not permuted_is_contiguous(cell):
+        if MIN_ELEMENTS <= cell.numel <= MAX_ELEMENTS and not permuted_is_contiguous(cell):
             return cell
     return None
 

@@ -331,9 +331,8 @@ def retime_saved(args: argparse.Namespace, chooser: Chooser, timer, device: torc
                          lambda cell, kernel: chooser.offers(saved_cell(cell), kernel), args.beside)
                  if args.remeasure else suspects(results, chooser.kernels))
         if args.cells:  # only the listed shapes
-            listed = {(c["case"], tuple(c["shape"]), tuple(c["dims"]), c["dtype"], c["view"])
-                      for c in json.loads(args.cells.read_text())}
-            found = {cell: ks for cell, ks in found.items() if cell in listed}
+            listed = set(listed_cells(args.cells))
+            found = {cell: ks for cell, ks in found.items() if saved_cell(cell) in listed}
         again = retime({saved_cell(c): ks for c, ks in found.items()}, chooser, timer, device)
         faster = revived = 0
         cell_of = lambda row: saved_cell((row["case"], tuple(row["shape"]), tuple(row["dims"]), row["dtype"],
@@ -572,7 +571,7 @@ def cells_json(cells: list[Cell]) -> str:
 
 
 def listed_cells(path: Path) -> list[Cell]:
-    """The shapes of a --cells file (written by --thin)."""
+    """The shapes of a --cells file (written by --thin, or listed by hand for --retime)."""
     return [saved_cell((c["case"], tuple(c["shape"]), tuple(c["dims"]), c["dtype"], c["view"]))
             for c in json.loads(path.read_text())]
 
