@@ -446,6 +446,10 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
     p.add_argument("--moved", action="store_true",
                    help="with --remeasure: only the shapes whose class this build changed (a kernel "
                         "change that also moved its shapes between classes)")
+    p.add_argument("--replay", type=Path, nargs="+", metavar="TUNE_JSON",
+                   help="no measuring: how the sm_90 table of this build picks on the shapes of saved runs "
+                        "(say, one grid measured on two GPUs): the pick over the best kernel and over ATen's "
+                        "copy, each run on its own timings, over the shapes every run measured")
     p.add_argument("--thin", type=Path, nargs="+", metavar="TUNE_JSON",
                    help="no measuring: find the classes of saved runs (this build's classes) whose "
                         "first kernel ran on fewer than --thin-shapes of their shapes, draw grid shapes "
@@ -490,11 +494,12 @@ def reclassified(results: list[SavedResult], chooser: Chooser) -> list[SavedResu
     return offered(out, chooser, saved_cell)
 
 
-def rule_replay(results: list[SavedResult], kernels: tuple[str, ...], arch: int = 0) -> tuple[Holdout, int]:
-    """Each saved shape (small work left out) run by the kernel this build's chooser picks for it
-    on a GPU of `arch`: by default one without a table, which follows the fixed rule. Shapes
-    where the saved run has no correct result of that kernel are left out and counted."""
-    picks, unmeasured = [], 0
+def replayed(results: list[SavedResult], kernels: tuple[str, ...], arch: int = 0) -> dict[tuple, Optional[tuple]]:
+    """{saved shape: (pick / best kernel, pick / ATen's copy)} for each saved shape (small work
+    left out) run by the kernel this build's chooser picks for it on a GPU of `arch`: by default
+    one without a table, which follows the fixed rule; 90, the sm_90 table. None where the saved
+    run has no correct result of that kernel."""
+    picks: dict[tuple, Optional[tuple]] = {}
     for cell, row in by_cell(results).items():
         key = class_key(row)
         if key is None or key.endswith(SMALL_WORK):
@@ -503,11 +508,31 @@ def rule_replay(results: list[SavedResult], kernels: tuple[str, ...], arch: int 
         x = meta_input(c.shape, c.dtype, c.view)
         kernel = json.loads(torch.ops.cute_transpose._explain(x, list(c.dims), arch, ""))["kernel"]
         r = row.get(kernel)
-        if kernel in kernels and r is not None and r.status == "ok" and r.ratio:
-            picks.append(picked(row, [kernel], kernels))
-        else:
-            unmeasured += 1
-    return tally(picks), unmeasured
+        ran = kernel in kernels and r is not None and r.status == "ok" and r.ratio
+        picks[cell] = picked(row, [kernel], kernels) if ran else None
+    return picks
+
+
+def rule_replay(results: list[SavedResult], kernels: tuple[str, ...], arch: int = 0) -> tuple[Holdout, int]:
+    """replayed()'s picks tallied, and the shapes where the pick was not measured, counted."""
+    picks = replayed(results, kernels, arch).values()
+    return tally([p for p in picks if p is not None]), sum(p is None for p in picks)
+
+
+def replay(args: argparse.Namespace) -> int:
+    """--replay: the sm_90 table's picks on the shapes of saved runs, each run on its own
+    measurements, over the shapes every run measured with the pick among them: runs of one grid
+    on two GPUs compare shape for shape (the case names are left out of the match)."""
+    if real_chooser() is None:
+        sys.exit("tune.py: --replay needs this build's chooser (cute_transpose.explain)")
+    runs = [read_run(path) for path in args.replay]
+    picks = [{cell[1:]: p for cell, p in replayed(saved_results(run), tuple(run["meta"]["kernels"]), 90).items()}
+             for run in runs]
+    shared = set.intersection(*({cell for cell, p in run.items() if p is not None} for run in picks))
+    print(f"the sm_90 table's picks on {len(shared)} shapes that every run measured (small work left out):")
+    for path, run, p in zip(args.replay, runs, picks):
+        print(f"  {path.name} ({run['meta']['device_name']}): {tally([p[c] for c in shared]).figures()}")
+    return 0
 
 
 def first_kernel_runs(results: list, kernels: tuple[str, ...]) -> dict[str, tuple[str, int]]:
@@ -620,6 +645,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return rerank(args)
     if args.thin:
         return write_thin(args)
+    if args.replay:
+        return replay(args)
     if not args.dry_run and not torch.cuda.is_available():
         sys.exit("tune.py: no CUDA GPU; --dry-run tests the plumbing on the CPU")
     device = torch.device("cpu") if args.dry_run else torch.device("cuda")

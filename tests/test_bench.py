@@ -699,6 +699,38 @@ def test_tune_rerank_replays_small_work_by_this_builds_pick_over_every_runs_kern
     assert "1 shapes held out: the pick reaches 1.000 of the best kernel and 1.500 x ATen's copy" in capsys.readouterr().out
 
 
+def test_tune_replay_scores_the_sm90_tables_picks_on_each_runs_shared_shapes(tmp_path, capsys):
+    # one shape measured on two GPUs (its case named differently) and one only the first measured:
+    # each run is scored on its own timings of the kernel the sm_90 table picks, on the shared shape
+    from bench import tune
+    import json
+    pick = json.loads(torch.ops.cute_transpose._explain(torch.empty(4096, 96), [1, 0], 90, ""))["kernel"]
+    assert pick != "aten"  # a kernel of ours: scored against ATen's copy and a faster third kernel
+    third = "box" if pick != "box" else "tile"
+    meta = {"torch": "2.14", "date": "2026-01-01", "chooser": "cute_transpose", "seed": 1, "shapes": 1,
+            "grid_shapes": 1, "seconds": 1.0, "timing": "t"}
+
+    def run(name, shapes):
+        rows = [{"case": f"{name} {i}", "shape": shape, "dims": [1, 0], "dtype": "float32", "view": "",
+                 "kernel": k, "status": "ok", "ms": 1 / r, "ratio": r, "detail": "",
+                 "explain": {"class": "t.x", "kernel": pick} if k == "clone" else None}
+                for i, (shape, mine, best) in enumerate(shapes)
+                for k, r in (("clone", 1.0), (pick, mine), (third, best), ("aten", 0.5))]
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"meta": {**meta, "device_name": f"GPU {name}", "kernels": [pick, third, "aten"]},
+                                    "classes": [], "rows": rows}))
+        return path
+
+    first = run("a", [([4096, 96], 0.8, 1.0), ([4096, 80], 0.1, 1.0)])
+    second = run("b", [([4096, 96], 0.9, 0.6)])
+    capsys.readouterr()
+    assert tune.main(["--replay", str(first), str(second)]) == 0
+    out = capsys.readouterr().out
+    assert "the sm_90 table's picks on 1 shapes that every run measured" in out
+    assert "a.json (GPU a): the pick reaches 0.800 of the best kernel and 1.600 x ATen's copy" in out
+    assert "b.json (GPU b): the pick reaches 1.000 of the best kernel and 1.800 x ATen's copy" in out
+
+
 def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path, capsys):
     from bench import tune
     import cute_transpose
