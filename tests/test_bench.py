@@ -680,20 +680,36 @@ def test_class_holdout_runs_a_class_left_out_of_the_table_by_its_family():
     assert "3 classes held out whole, their 9 shapes run by their family's pick" in h.text()
 
 
+def write_tune_run(path, cells, kernels, dtype="float32", **meta):
+    """A saved tune.json at `path`, of shapes with hand-set ratios: each cell is (case, shape,
+    dims, {kernel: ratio}, the clone row's explain), clone timed at 1.0 first; `meta` overrides
+    the run's defaults."""
+    rows = [{"case": case, "shape": list(shape), "dims": list(dims), "dtype": dtype, "view": "", "kernel": k,
+             "status": "ok", "ms": 1 / r, "ratio": r, "detail": "", "explain": explain if k == "clone" else None}
+            for case, shape, dims, ratios, explain in cells for k, r in {"clone": 1.0, **ratios}.items()]
+    meta = {"device_name": "GPU", "torch": "2.14", "date": "2026-01-01", "chooser": "cute_transpose",
+            "kernels": list(kernels), "seed": 1, "shapes": len(cells), "grid_shapes": len(cells), "seconds": 1.0,
+            "timing": "t", **meta}
+    path.write_text(json.dumps({"meta": meta, "classes": [], "rows": rows}))
+    return path
+
+
+def saved_tune_run(path, cells, left_out=()):
+    """A saved tune.json at `path`: each (shape, dims) of `cells` timed for clone (1.0), "ours"
+    (0.5) and "aten" (1.0) in class t.a, but the (shape, kernel) pairs of `left_out`."""
+    timed = [("c", shape, dims, {k: r for k, r in (("ours", 0.5), ("aten", 1.0)) if (tuple(shape), k) not in left_out},
+              {"class": "t.a", "kernel": "ours"}) for shape, dims in cells]
+    return write_tune_run(path, timed, ["aten", "ours"], device_name="CPU", chooser="fake")
+
+
 def test_tune_rerank_replays_small_work_by_this_builds_pick_over_every_runs_kernels(tmp_path, capsys):
     # a small transpose (the attention keys) saved when the chooser ran ATen's copy there, timed
     # with lean in a second run: re-classified, it runs lean (small_transpose), at 1.5 x ATen's copy
     from bench import tune
-    meta = {"device_name": "GPU", "torch": "2.14", "date": "2026-01-01", "chooser": "cute_transpose",
-            "kernels": ["aten"], "seed": 1, "shapes": 1, "grid_shapes": 1, "seconds": 1.0, "timing": "t"}
-    paths = []
-    for i, ratios in enumerate(({"clone": 1.0, "aten": 0.5}, {"clone": 1.0, "lean": 0.75, "aten": 0.5})):
-        rows = [{"case": "keys", "shape": [8, 12, 128, 64], "dims": [0, 1, 3, 2], "dtype": "bfloat16", "view": "",
-                 "kernel": k, "status": "ok", "ms": 1 / r, "ratio": r, "detail": "",
-                 "explain": {"class": "t.old.s", "kernel": "aten"} if k == "clone" else None} for k, r in ratios.items()]
-        paths.append(tmp_path / f"run{i}.json")
-        paths[-1].write_text(__import__("json").dumps({"meta": {**meta, "kernels": [k for k in ratios if k != "clone"]},
-                                                       "classes": [], "rows": rows}))
+    keys = ("keys", [8, 12, 128, 64], [0, 1, 3, 2])
+    explain = {"class": "t.old.s", "kernel": "aten"}
+    paths = [write_tune_run(tmp_path / f"run{i}.json", [(*keys, ratios, explain)], ratios, dtype="bfloat16")
+             for i, ratios in enumerate(({"aten": 0.5}, {"lean": 0.75, "aten": 0.5}))]
     capsys.readouterr()
     assert tune.main(["--rerank", *map(str, paths), "--reclassify", "--holdout", "--out", str(tmp_path / "t.inc")]) == 0
     assert "1 shapes held out: the pick reaches 1.000 of the best kernel and 1.500 x ATen's copy" in capsys.readouterr().out
@@ -703,23 +719,15 @@ def test_tune_replay_scores_the_sm90_tables_picks_on_each_runs_shared_shapes(tmp
     # one shape measured on two GPUs (its case named differently) and one only the first measured:
     # each run is scored on its own timings of the kernel the sm_90 table picks, on the shared shape
     from bench import tune
-    import json
     pick = json.loads(torch.ops.cute_transpose._explain(torch.empty(4096, 96), [1, 0], 90, ""))["kernel"]
     assert pick != "aten"  # a kernel of ours: scored against ATen's copy and a faster third kernel
     third = "box" if pick != "box" else "tile"
-    meta = {"torch": "2.14", "date": "2026-01-01", "chooser": "cute_transpose", "seed": 1, "shapes": 1,
-            "grid_shapes": 1, "seconds": 1.0, "timing": "t"}
 
     def run(name, shapes):
-        rows = [{"case": f"{name} {i}", "shape": shape, "dims": [1, 0], "dtype": "float32", "view": "",
-                 "kernel": k, "status": "ok", "ms": 1 / r, "ratio": r, "detail": "",
-                 "explain": {"class": "t.x", "kernel": pick} if k == "clone" else None}
-                for i, (shape, mine, best) in enumerate(shapes)
-                for k, r in (("clone", 1.0), (pick, mine), (third, best), ("aten", 0.5))]
-        path = tmp_path / f"{name}.json"
-        path.write_text(json.dumps({"meta": {**meta, "device_name": f"GPU {name}", "kernels": [pick, third, "aten"]},
-                                    "classes": [], "rows": rows}))
-        return path
+        return write_tune_run(tmp_path / f"{name}.json",
+                              [(f"{name} {i}", shape, [1, 0], {pick: mine, third: best, "aten": 0.5},
+                                {"class": "t.x", "kernel": pick}) for i, (shape, mine, best) in enumerate(shapes)],
+                              [pick, third, "aten"], device_name=f"GPU {name}")
 
     first = run("a", [([4096, 96], 0.8, 1.0), ([4096, 80], 0.1, 1.0)])
     second = run("b", [([4096, 96], 0.9, 0.6)])
@@ -734,23 +742,17 @@ def test_tune_replay_scores_the_sm90_tables_picks_on_each_runs_shared_shapes(tmp
 def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path, capsys):
     from bench import tune
     import cute_transpose
-    rows = [{"case": "c", "shape": [4, 5], "dims": [1, 0], "dtype": "float32", "view": "", "kernel": k,
-             "status": "ok", "ms": 1 / r, "ratio": r, "detail": "",
-             "explain": {"class": "t.x", "kernel": "tile"} if k == "clone" else None}
-            for k, r in (("clone", 1.0), ("tile", 0.9), ("aten", 0.5))]
-    meta = {"device_name": "GPU", "torch": "2.14", "date": "2026-01-01", "chooser": "cute_transpose",
-            "kernels": ["tile", "aten"], "seed": 1, "shapes": 1, "grid_shapes": 1, "seconds": 1.0, "timing": "t"}
-    saved = tmp_path / "tune.json"
-    saved.write_text(__import__("json").dumps({"meta": meta, "classes": [], "rows": rows}))
+    explain = {"class": "t.x", "kernel": "tile"}
+    saved = write_tune_run(tmp_path / "tune.json", [("c", [4, 5], [1, 0], {"tile": 0.9, "aten": 0.5}, explain)],
+                           ["tile", "aten"])
     assert tune.main(["--rerank", str(saved), "--out", str(tmp_path / "t.inc")]) == 0
     assert tune_table.parse_inc((tmp_path / "t.inc").read_text()) == [("t.x", "tile,aten"), ("t.x.*", "tile,aten")]
     assert "re-ranked from tune.json" in (tmp_path / "tune.md").read_text()
     # --reclassify: the class this build's chooser gives a 262144 x 5 float32 transpose, not
     # "t.x"; and the chooser does not offer the tile kernel there (its tiles would be almost
     # empty), so the saved tile result no longer counts and the box kernel ranks first
-    with_box = [{**r, "shape": [262144, 5]} for r in [*rows, {**rows[1], "kernel": "box", "ratio": 0.8}]]
-    saved.write_text(__import__("json").dumps({"meta": {**meta, "kernels": ["tile", "box", "aten"]},
-                                               "classes": [], "rows": with_box}))
+    write_tune_run(saved, [("c", [262144, 5], [1, 0], {"tile": 0.9, "aten": 0.5, "box": 0.8}, explain)],
+                   ["tile", "box", "aten"])
     assert tune.main(["--rerank", str(saved), "--reclassify", "--out", str(tmp_path / "t.inc")]) == 0
     [(key, ranking), (fam, fam_ranking)] = tune_table.parse_inc((tmp_path / "t.inc").read_text())
     assert key == cute_transpose.explain(torch.empty(262144, 5), (1, 0))["cuda"]["class"] and ranking == "box,aten"
@@ -758,7 +760,7 @@ def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path, capsys
     # --holdout also replays the fixed rule (a GPU without a table) on the saved shape
     capsys.readouterr()
     assert tune.main(["--rerank", str(saved), "--reclassify", "--holdout", "--out", str(tmp_path / "t.inc")]) == 0
-    rule = __import__("json").loads(torch.ops.cute_transpose._explain(torch.empty(262144, 5), [1, 0], 0, ""))
+    rule = json.loads(torch.ops.cute_transpose._explain(torch.empty(262144, 5), [1, 0], 0, ""))
     out = capsys.readouterr().out
     if rule["kernel"] in ("box", "aten"):  # measured in the saved run
         ratio = {"box": 0.8, "aten": 0.5}[rule["kernel"]]
@@ -767,11 +769,10 @@ def test_tune_rerank_rebuilds_the_table_from_saved_measurements(tmp_path, capsys
     else:
         assert "the fixed rule (a GPU without a table) on 0 shapes: no shape to score (1 shapes where" in out
     assert "0 classes held out whole, their 0 shapes run by their family's pick: no shape to score" in out
-    saved.write_text(__import__("json").dumps({"meta": meta, "classes": [], "rows": rows}))
+    write_tune_run(saved, [("c", [4, 5], [1, 0], {"tile": 0.9, "aten": 0.5}, explain)], ["tile", "aten"])
     # several runs rank over all their shapes: a second grid where aten wins outvotes the first
-    rows2 = [{**r, "shape": [6, 7], "ratio": {"clone": 1.0, "tile": 0.3, "aten": 0.8}[r["kernel"]]} for r in rows]
-    other = tmp_path / "tune-2.json"
-    other.write_text(__import__("json").dumps({"meta": {**meta, "seed": 2}, "classes": [], "rows": rows2}))
+    other = write_tune_run(tmp_path / "tune-2.json", [("c", [6, 7], [1, 0], {"tile": 0.3, "aten": 0.8}, explain)],
+                           ["tile", "aten"], seed=2)
     assert tune.main(["--rerank", str(saved), str(other), "--out", str(tmp_path / "t.inc")]) == 0
     assert tune_table.parse_inc((tmp_path / "t.inc").read_text()) == [("t.x", "aten,tile"), ("t.x.*", "aten,tile")]
     report = (tmp_path / "tune.md").read_text()
@@ -859,21 +860,6 @@ def test_tune_remeasure_replaces_a_changed_kernels_timings(tmp_path):
     after = json.loads(saved.read_text())
     assert sorted(r["shape"][0] for r in after["rows"] if r["detail"]) == [24, 28]
     assert after["meta"]["retimed"].endswith("on its 2 shapes that this build puts in another class")
-
-
-def saved_tune_run(path, cells, left_out=()):
-    """A saved tune.json at `path`: each (shape, dims) of `cells` timed for clone (1.0), "ours"
-    (0.5) and "aten" (1.0) in class t.a, but the (shape, kernel) pairs of `left_out`."""
-    rows = [{"case": "c", "shape": list(shape), "dims": list(dims), "dtype": "float32", "view": "", "kernel": k,
-             "status": "ok", "ms": 1 / r, "ratio": r, "detail": "",
-             "explain": {"class": "t.a", "kernel": "ours"} if k == "clone" else None}
-            for shape, dims in cells for k, r in (("clone", 1.0), ("ours", 0.5), ("aten", 1.0))
-            if (tuple(shape), k) not in left_out]
-    meta = {"device_name": "CPU", "torch": "2.14", "date": "2026-01-01", "chooser": "fake", "seed": 1,
-            "kernels": ["aten", "ours"], "shapes": len(cells), "grid_shapes": len(cells), "seconds": 1.0,
-            "timing": "t"}
-    path.write_text(json.dumps({"meta": meta, "classes": [], "rows": rows}))
-    return path
 
 
 def test_tune_remeasure_adds_a_kernel_new_to_the_saved_run(tmp_path):
