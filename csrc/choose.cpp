@@ -219,6 +219,14 @@ bool walk_m_first(Problem const& p, TileDims t) {
   return !input_splits_sectors(p) || tiles_n >= tiles_m;
 }
 
+// On a GPU whose rule it is (Device::long_side_first), the tile and lean kernels walk m-tiles
+// first also where the output's runs are whole sectors, wherever there are at least as many
+// m-tiles as n-tiles (device_rules, after this namespace, has the measurements).
+bool long_side_first(Problem const& p, TileDims t, Device const& device) {
+  int64_t const tiles_m = (p.rows + t.bm - 1) / t.bm, tiles_n = (p.cols + t.bn - 1) / t.bn;
+  return device.long_side_first && !output_splits_sectors(p) && tiles_m >= tiles_n;
+}
+
 // The seed ladder's tile (SeedTile, cuda/tiling.cuh): 64 rows of one 128-byte line.
 TileDims seed_tile(int element_size) { return {64, std::max(1, 128 / element_size), 256}; }
 
@@ -822,6 +830,30 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 
 }  // namespace
 
+// Rules measured to differ between GPU models of one architecture (docs/PERFORMANCE.md, "On an
+// H200"). Everything else -- the tuning table, the other rules -- was measured on the H100 and is
+// shared. On the H200 (do_bench beside clone, one run, the better of three rounds):
+//   - Walking m-tiles first where tiles_m >= tiles_n: float32 7264^2 0.882 -> 0.921 (square
+//     tiles), 32768 x 8192 0.899 -> 0.964, 43408 x 1216 0.900 -> 0.930 (tall); float64
+//     32768 x 8192 0.889 -> 0.959, 8192^2 0.955 -> 0.985; bfloat16 8192^2 0.936 -> 0.951;
+//     uint8 16384^2 0.841 -> 0.852 (large tiles); large lean tiles of float32 8192^2 0.941 ->
+//     0.969. Where n-tiles outnumber m-tiles it loses (float32 8192 x 32768: 0.940 -> 0.918;
+//     uint8 16384^2 in tall tiles 0.861 -> 0.780), and 64 x 1024^2 float32 runs alike either way.
+//     On the H100, m-tiles first ran aligned 8192^2 at 0.960 against 0.961 (float32) and 0.957
+//     against 0.964 (bfloat16): its rule keeps n-tiles first.
+//   - The rows kernel's 16-byte vectors in blocks of 128 threads (two vectors each) instead of
+//     512: (8, 4096, 4096) bfloat16 permuted (1, 0, 2) 0.959 -> 0.985, float32 0.974 -> 1.000,
+//     (2048, 49, 3, 32) float32 (0, 2, 1, 3) 0.943 -> 0.957, (8, 1024, 16, 128) float64 0.988
+//     both. On the H100 128-thread blocks ran large row copies 0.982 x as fast (strided_copy.cu).
+Device device_rules(int arch, bool tma, std::string const& name) {
+  Device d{arch, tma};
+  if (name.find("H200") != std::string::npos) {
+    d.long_side_first = true;
+    d.rows_threads = 128;
+  }
+  return d;
+}
+
 std::vector<std::string> const& candidate_names() {
   static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather", "lean", "padded", "aten"};
   return names;
@@ -892,7 +924,10 @@ std::string Choice::config() const {
         << width << "-byte vectors" << (problem->m_first ? ", m-tiles first" : "");
       break;
     }
-    case Kernel::Rows: o << width << "-byte vectors"; break;
+    case Kernel::Rows:
+      o << width << "-byte vectors";
+      if (width == 16 && threads && threads < 512) o << ", blocks of " << threads << " threads";
+      break;
     case Kernel::Interleave:
       o << (pack ? "planes -> " : "") << channels << "-interleaved" << (pack ? "" : " -> planes") << ", "
         << (width > problem->element_size
@@ -926,7 +961,7 @@ std::string Choice::config() const {
       TileDims const t = lean_tile(problem->element_size, shape);
       o << t.bm << "x" << t.bn << (shape == TileShape::Square ? "" : std::string(" ") + tile_shape_name(shape))
         << " tile, " << t.threads << " threads, one tile per block, " << width << "-byte loads, " << out_width
-        << "-byte stores";
+        << "-byte stores" << (problem->m_first ? ", m-tiles first" : "");
       break;
     }
     case Kernel::Aten: o << "torch's own strided copy"; break;
@@ -952,6 +987,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (!(c.problem = rows_problem(plan))) return *why = plan.copy_route() ? "more than 8 dims" : "not the copy route", std::nullopt;
       if (!contiguous_rows_output(*c.problem)) return *why = "the output is not contiguous rows", std::nullopt;
       c.width = rows_width(*c.problem);
+      c.threads = device.rows_threads;
       return c;
     }
     case Kernel::Gather: {
@@ -974,7 +1010,8 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (c.shape == TileShape::Column && c.width != p.element_size)
         return *why = "column tiles move one element per access, and " + std::to_string(c.width) + "-byte vectors fit",
                std::nullopt;
-      c.problem->m_first = walk_m_first(p, tile_dims(p.element_size, c.width, c.shape));
+      c.problem->m_first = walk_m_first(p, tile_dims(p.element_size, c.width, c.shape)) ||
+                           long_side_first(p, tile_dims(p.element_size, c.width, c.shape), device);
       if (tile_too_empty(p, c.width, c.shape))
         return *why = std::string("its ") + tile_shape_name(c.shape) + " tiles would be a quarter full or less", std::nullopt;
       return c;
@@ -1037,6 +1074,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (!lean_fits(p, c.shape, why)) return std::nullopt;
       c.width = lean_width(p, true);
       c.out_width = lean_width(p, false);
+      c.problem->m_first = long_side_first(p, lean_tile(p.element_size, c.shape), device);
       return c;
     default:  // the seed ladder takes any strides
       if (!plan.copy_route()) c.problem->m_first = walk_m_first(p, seed_tile(p.element_size));

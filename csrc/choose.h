@@ -52,6 +52,7 @@ struct Choice {
   int width = 0;                      // Rows, Tile, Interleave, Tma, Gather, Lean (input side): vector bytes
   int out_width = 0;                  // Lean: the output side's vector bytes
   TileShape shape = TileShape::Square;  // Tile, Lean
+  int threads = 0;                    // Rows: the most threads a block of 16-byte vectors takes
   int channels = 0;                   // Interleave: the short side's length C
   bool pack = false;                  // Interleave: planes -> interleaved (true) or back
   std::optional<Problem> problem;     // every kernel but Box and Aten
@@ -62,10 +63,21 @@ struct Choice {
   std::string config() const;         // the configuration in words
 };
 
+// The GPU as the chooser sees it: its architecture, which picks the tuning table, and the few
+// rules measured to differ between GPU models of one architecture (device_rules).
 struct Device {
   int arch = 0;      // compute capability as 10 * major + minor (90 for H100); 0: unknown
   bool tma = false;  // the build has the TMA kernel's sm_90 code for this device
+  // The tile kernels walk m-tiles first wherever there are at least as many m-tiles as n-tiles
+  // (walk_m_first, choose.cpp), not only where the output's runs split sectors.
+  bool long_side_first = false;
+  // The rows kernel's blocks with 16-byte vectors: at most this many threads (strided_copy.cu).
+  int rows_threads = 512;
 };
+
+// `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as
+// torch.cuda.get_device_name gives it; "" for the rules measured on the H100, the default).
+Device device_rules(int arch, bool tma, std::string const& name);
 
 // The plan's shape class: the route, the element size, the byte lengths of the output's and
 // the input's innermost runs (bucketed), the widest vector the tile kernel could use, how full

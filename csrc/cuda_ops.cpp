@@ -18,7 +18,7 @@
 namespace cute_transpose {
 namespace {
 
-// The current device's architecture, asked once per device.
+// The current device as the chooser sees it (choose.h, Device), asked once per device.
 Device device_info() {
   static std::mutex mutex;
   static std::unordered_map<int, Device> known;
@@ -27,12 +27,10 @@ Device device_info() {
   std::lock_guard<std::mutex> lock(mutex);
   auto it = known.find(index);
   if (it == known.end()) {
-    int major = 0, minor = 0;
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, index));
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, index));
-    Device d{10 * major + minor, false};
-    d.tma = d.arch >= 90 && tma_kernel_arch(4) >= 90;
-    it = known.emplace(index, d).first;
+    cudaDeviceProp prop{};
+    C10_CUDA_CHECK(cudaGetDeviceProperties(&prop, index));
+    int const arch = 10 * prop.major + prop.minor;
+    it = known.emplace(index, device_rules(arch, arch >= 90 && tma_kernel_arch(4) >= 90, prop.name)).first;
   }
   return it->second;
 }
@@ -41,7 +39,7 @@ void execute(Choice const& c, at::Tensor const& x, at::IntArrayRef perm, at::Ten
   cudaStream_t const stream = c10::cuda::getCurrentCUDAStream();
   switch (c.kernel) {
     case Kernel::Aten: return aten_permute_into(x, perm, out);
-    case Kernel::Rows: C10_CUDA_CHECK(launch_rows(*c.problem, c.width, stream)); return;
+    case Kernel::Rows: C10_CUDA_CHECK(launch_rows(*c.problem, c.width, c.threads, stream)); return;
     case Kernel::Tile: C10_CUDA_CHECK(launch_tile(*c.problem, c.width, c.shape, stream)); return;
     case Kernel::Interleave: C10_CUDA_CHECK(launch_interleave(*c.problem, c.channels, c.pack, c.width, stream)); return;
     case Kernel::Box: C10_CUDA_CHECK(launch_box(*c.box, stream)); return;

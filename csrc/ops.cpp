@@ -122,9 +122,11 @@ std::string box_json(BoxPlan const& b) {
 }
 
 // The plan and the CUDA kernel choice for x.permute(dims) on a GPU of compute capability
-// `arch` (e.g. 90), as JSON: the chooser's pick, or `kernel` when one is named. A fresh
-// contiguous output is assumed (aligned like any allocation).
-std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch, c10::string_view kernel) {
+// `arch` (e.g. 90) and name `gpu` (device_rules: "" for the H100's rules), as JSON: the
+// chooser's pick, or `kernel` when one is named. A fresh contiguous output is assumed (aligned
+// like any allocation).
+std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch, c10::string_view kernel,
+                    c10::string_view gpu) {
   auto const perm = checked_permutation(x, dims, "explain");
   at::Tensor const out = at::empty(permuted_sizes(x, perm), x.options().device(at::kMeta));
   std::ostringstream j;
@@ -137,7 +139,7 @@ std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch, c10
       << ", \"dims\": []}";
     return j.str();
   }
-  Device const device{int(arch), /*tma=*/arch >= 90};
+  Device const device = device_rules(int(arch), /*tma=*/arch >= 90, std::string(gpu));
   Choice c;
   bool is_offered = true;  // the chooser would consider this kernel for this permute
   std::string timings, why;
@@ -231,7 +233,7 @@ TORCH_LIBRARY(cute_transpose, m) {
   // Private: dst[i] = src[i] for each index of dim 0, rows contiguous and strided apart; on CUDA
   // by the copy engine (the distributed transpose's receive step).
   m.def("_copy_rows_(Tensor(a!) dst, Tensor src) -> ()");
-  m.def("_explain(Tensor x, int[] dims, int arch, str kernel=\"\") -> str", &explain);
+  m.def("_explain(Tensor x, int[] dims, int arch, str kernel=\"\", str gpu=\"\") -> str", &explain);
   m.def("_kernels() -> str[]", &kernels);
   m.def("_variants() -> str[]", &variants);
 }

@@ -265,6 +265,31 @@ def test_explain_on_the_cpu_reports_aten_and_the_sm90_choice():
     assert cuda["reason"]
 
 
+# The rules that differ by GPU model (choose.cpp, device_rules): on an H200 the tile and lean
+# kernels walk m-tiles first where there are at least as many m-tiles as n-tiles and the output's
+# runs are whole sectors, and row copies in 16-byte vectors take blocks of 128 threads. The
+# H100's rules are the default, for any other name.
+@pytest.mark.parametrize("shape, dims, dtype, kernel, on_h200", [
+    ((32768, 8192), (1, 0), torch.float32, "tile", ", m-tiles first"),  # tall: 512 m-tiles, 64 n-tiles
+    ((8192, 8192), (1, 0), torch.bfloat16, "tile", ", m-tiles first"),  # square: as many of each
+    ((8192, 32768), (1, 0), torch.float32, "tile", ""),  # wide: n-tiles first everywhere
+    ((2048, 1024), (1, 0), torch.float32, "lean", ", m-tiles first"),
+    ((1024, 2048), (1, 0), torch.float32, "lean", ""),
+    ((1500, 1500), (1, 0), torch.float32, "lean", ""),  # 6000-byte output rows split sectors: as on the H100
+    ((8, 4096, 4096), (1, 0, 2), torch.bfloat16, "rows", ", blocks of 128 threads"),
+    ((8, 4096, 1023), (1, 0, 2), torch.bfloat16, "rows", ""),  # 2-byte vectors: the H100's blocks
+])
+def test_explain_applies_the_h200s_own_rules_only_for_an_h200(shape, dims, dtype, kernel, on_h200):
+    x = torch.empty(shape, dtype=dtype, device="meta")
+    h100 = cute_transpose.explain(x, dims, kernel=kernel)["cuda"]
+    h200 = cute_transpose.explain(x, dims, kernel=kernel, gpu="NVIDIA H200")["cuda"]
+    other = cute_transpose.explain(x, dims, kernel=kernel, gpu="NVIDIA H100 80GB HBM3")["cuda"]
+    assert h100["config"] == other["config"]
+    assert "m-tiles first" not in h100["config"] and "blocks of" not in h100["config"]
+    assert h200["config"] == h100["config"] + on_h200
+    assert h200["kernel"] == h100["kernel"] == kernel
+
+
 @pytest.mark.parametrize("shape, dims, route", [
     ((64, 32), (1, 0), "transpose"),
     ((4, 6, 64), (1, 0, 2), "copy"),

@@ -48,8 +48,9 @@ cudaError_t launch_lean(Problem const& p, int in_width, int out_width, TileShape
 cudaError_t launch_split(SplitProblem const& s, int width, cudaStream_t stream);
 
 // The copy route (strided_copy.cu): rows of the contiguous (batch..., M, N) output copied in
-// `width`-byte vectors (or single elements).
-cudaError_t launch_rows(Problem const& p, int width, cudaStream_t stream);
+// `width`-byte vectors (or single elements), 16-byte ones in blocks of at most `max_threads`
+// threads (0: the kernel's own choice).
+cudaError_t launch_rows(Problem const& p, int width, int max_threads, cudaStream_t stream);
 
 // Any permute, the output in order (gather.cu): `width`-byte stores (16: the output starts on a
 // 16-byte boundary), every element read on its own.

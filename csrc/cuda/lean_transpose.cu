@@ -10,7 +10,8 @@
 //
 // Here each thread's chain is short:
 //   - one tile per block, placed straight by blockIdx (x: n-tiles, y: m-tiles, z: the batch,
-//     of up to three dims), every offset in 32 bits;
+//     of up to three dims; x and y swapped where the chooser walks m-tiles first,
+//     Problem::m_first), every offset in 32 bits;
 //   - phase 1: each thread loads one vector of an input row (16 bytes, or one element where
 //     the input's rows are off the 16-byte grid) and writes its elements down a column of the
 //     transposed shared tile sT(n, m);
@@ -62,6 +63,7 @@ struct LeanArgs {
   int rows, cols, row_stride, col_stride, out_col_stride;
   int batch_rank;
   int size[3], in[3], out[3];  // batch dims, outermost first
+  bool m_first;                // blockIdx.x walks the m-tiles, y the n-tiles
 };
 
 template <class Cfg>
@@ -83,7 +85,7 @@ __global__ void __launch_bounds__(Cfg::kThreads) lean_transpose(LeanArgs const a
       out_at += i * a.out[d];
     }
   }
-  int const m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
+  int const m0 = (a.m_first ? blockIdx.x : blockIdx.y) * BM, n0 = (a.m_first ? blockIdx.y : blockIdx.x) * BN;
   T const* src = static_cast<T const*>(a.src) + in_at + m0 * a.row_stride + n0 * a.col_stride;
   T* dst = static_cast<T*>(a.dst) + out_at + n0 * a.out_col_stride + m0;
   int const rows = a.rows - m0, cols = a.cols - n0;  // what is left of the matrix from the tile's corner
@@ -124,7 +126,8 @@ __global__ void __launch_bounds__(Cfg::kThreads) lean_transpose(LeanArgs const a
 template <class T, int VI, int VO, TileShape Shape>
 cudaError_t launch_lean_config(LeanArgs const& a, int batch, cudaStream_t stream) {
   using Cfg = LeanTile<T, VI, VO, Shape>;
-  dim3 const grid((a.cols + Cfg::BN - 1) / Cfg::BN, (a.rows + Cfg::BM - 1) / Cfg::BM, batch);
+  unsigned const tiles_m = (a.rows + Cfg::BM - 1) / Cfg::BM, tiles_n = (a.cols + Cfg::BN - 1) / Cfg::BN;
+  dim3 const grid(a.m_first ? tiles_m : tiles_n, a.m_first ? tiles_n : tiles_m, batch);
   lean_transpose<Cfg><<<grid, Cfg::kThreads, 0, stream>>>(a);
   return cudaGetLastError();
 }
@@ -145,11 +148,11 @@ cudaError_t launch_lean_shape(LeanArgs const& a, int in_width, int out_width, in
 cudaError_t launch_lean(Problem const& p, int in_width, int out_width, TileShape shape, cudaStream_t stream) {
   // The chooser (choose.cpp, lean_fits) has checked that every offset fits in 32 bits.
   TileDims const t = lean_tile(p.element_size, shape);
-  if ((p.out_row_stride != 1 && p.rows > 1) || p.batch.rank > 3 || p.batch.count > kMaxGridYZ ||
-      (p.rows + t.bm - 1) / t.bm > kMaxGridYZ)
+  int64_t const grid_y = p.m_first ? (p.cols + t.bn - 1) / t.bn : (p.rows + t.bm - 1) / t.bm;
+  if ((p.out_row_stride != 1 && p.rows > 1) || p.batch.rank > 3 || p.batch.count > kMaxGridYZ || grid_y > kMaxGridYZ)
     return cudaErrorInvalidValue;
   LeanArgs a{p.src, p.dst, int(p.rows), int(p.cols), int(p.row_stride), int(p.col_stride), int(p.out_col_stride),
-             p.batch.rank, {}, {}, {}};
+             p.batch.rank, {}, {}, {}, p.m_first};
   for (int d = 0; d < p.batch.rank; ++d) {
     a.size[d] = int(p.batch.size[d]);
     a.in[d] = int(p.batch.in_stride[d]);

@@ -47,6 +47,9 @@ cudaError_t launch_rows_with(Problem const& p, uint64_t total, cudaStream_t stre
 // accesses it lost 1.5-7% (a float32 stepped slice 0.676 -> 0.628). 32-bit indices against
 // 64-bit ones: -0.3% to +0.8%, geomean +0.2%.
 //
+// On the H200, 16-byte vectors run blocks of 128 x 2 (Device::rows_threads, choose.cpp's
+// device_rules): large row copies ran 0.959-0.974 -> 0.985-1.000 of clone there.
+//
 // Small copies take smaller blocks, so that every SM gets some: the first of 256 x 2, 128 x 2
 // and 128 x 1 that makes kRowsBlocksPerSm blocks per SM, or else the last. A copy of 96K
 // vectors (BERT-base heads, (8, 128, 12, 64) float16) made 96 blocks of 512 x 2 for 132 SMs.
@@ -56,15 +59,19 @@ cudaError_t launch_rows_with(Problem const& p, uint64_t total, cudaStream_t stre
 // 1.001 x and 1.006 x, from 16 up 0.978 x and 0.982 x.
 constexpr int kRowsBlocksPerSm = 2;
 
+// `max_threads` (Device::rows_threads; 0: no cap) caps 16-byte vectors' blocks: the ladder
+// above starts at the first block that fits under it.
 template <class Vec>
-cudaError_t launch_rows_of(Problem const& p, cudaStream_t stream) {
+cudaError_t launch_rows_of(Problem const& p, int max_threads, cudaStream_t stream) {
   constexpr bool kWide = sizeof(Vec) == 16;
   constexpr int kThreads = kWide ? 512 : 256, kItems = kWide ? 2 : 4;
+  int const cap = kWide && max_threads > 0 ? max_threads : kThreads;
   uint64_t const total = uint64_t(p.batch.count) * p.rows * (p.cols / (int64_t(sizeof(Vec)) / p.element_size));
   if (total >= kIntWalkLimit) return launch_rows_with<Vec, uint64_t, kThreads, kItems>(p, total, stream);
   uint64_t const blocks = uint64_t(kRowsBlocksPerSm) * sm_count();  // the fewest for a full launch
-  if (total >= blocks * kThreads * kItems) return launch_rows_with<Vec, int, kThreads, kItems>(p, total, stream);
-  if (total >= blocks * 256 * 2) return launch_rows_with<Vec, int, 256, 2>(p, total, stream);
+  if (cap >= kThreads && total >= blocks * kThreads * kItems)
+    return launch_rows_with<Vec, int, kThreads, kItems>(p, total, stream);
+  if (cap >= 256 && total >= blocks * 256 * 2) return launch_rows_with<Vec, int, 256, 2>(p, total, stream);
   if (total >= blocks * 128 * 2) return launch_rows_with<Vec, int, 128, 2>(p, total, stream);
   return launch_rows_with<Vec, int, 128, 1>(p, total, stream);
 }
@@ -73,15 +80,15 @@ cudaError_t launch_rows_of(Problem const& p, cudaStream_t stream) {
 
 // The chooser (choose.cpp) checked that the rows move in `width`-byte vectors and that the
 // output is the contiguous (batch..., M, N) tensor.
-cudaError_t launch_rows(Problem const& p, int width, cudaStream_t stream) {
+cudaError_t launch_rows(Problem const& p, int width, int max_threads, cudaStream_t stream) {
   if (width > p.element_size) {
     switch (width) {
-      case 16: return launch_rows_of<Words<16>>(p, stream);
-      case 8: return launch_rows_of<Words<8>>(p, stream);
-      case 4: return launch_rows_of<Words<4>>(p, stream);
+      case 16: return launch_rows_of<Words<16>>(p, max_threads, stream);
+      case 8: return launch_rows_of<Words<8>>(p, max_threads, stream);
+      case 4: return launch_rows_of<Words<4>>(p, max_threads, stream);
     }
   }
-  return with_element_type(p.element_size, [&](auto t) { return launch_rows_of<decltype(t)>(p, stream); });
+  return with_element_type(p.element_size, [&](auto t) { return launch_rows_of<decltype(t)>(p, max_threads, stream); });
 }
 
 }  // namespace cute_transpose

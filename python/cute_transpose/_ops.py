@@ -158,7 +158,8 @@ def permute(x: Tensor, dims: Sequence[int], *, out: Optional[Tensor] = None) -> 
     return _permute_out(x, dims, out=out)
 
 
-def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional[str] = None) -> dict:
+def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional[str] = None,
+            gpu: Optional[str] = None) -> dict:
     """How ``permute(x, dims)`` (``transpose(x)`` when dims is None) runs: a dict with
 
     - ``route``: "copy" (the innermost dim stays innermost), "transpose", or "empty";
@@ -168,16 +169,20 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     - ``dims``: the merged dims as [size, input stride, output stride], the output's order.
 
     For a CPU tensor, ``kernel`` is "aten" (every CPU op is ATen's strided copy) and ``cuda``
-    holds what the same call would run on an sm_90 GPU (H100, H200). ``kernel=`` names one of
-    KERNELS to describe instead of the chooser's pick (an error if it cannot run the permute);
-    ``offered`` then says whether the chooser would consider it for this permute at all (it does
-    not offer some kernels on shapes where they run but lose, and says why in ``reason``)."""
+    holds what the same call would run on an sm_90 GPU: an H100, or the GPU that ``gpu`` names
+    as torch.cuda.get_device_name does (a few rules differ by model: "NVIDIA H200" walks some
+    tiles m-tiles first and copies rows in smaller blocks). A CUDA tensor's own device is
+    described, whatever ``gpu`` says. ``kernel=`` names one of KERNELS to describe instead of
+    the chooser's pick (an error if it cannot run the permute); ``offered`` then says whether the
+    chooser would consider it for this permute at all (it does not offer some kernels on shapes
+    where they run but lose, and says why in ``reason``)."""
     if dims is None:
         dims = _transposition(x.dim(), -2, -1) if x.dim() >= 2 else list(range(x.dim()))
     dims = _dims_list(dims)
     on_cuda = x.device.type == "cuda"
     major, minor = torch.cuda.get_device_capability(x.device) if on_cuda else (9, 0)
-    plan = json.loads(_lib._explain(x, dims, 10 * major + minor, kernel or ""))
+    name = torch.cuda.get_device_name(x.device) if on_cuda else (gpu or "")
+    plan = json.loads(_lib._explain(x, dims, 10 * major + minor, kernel or "", name))
     if on_cuda:
         return {"device": str(x.device), **plan}
     return {"device": str(x.device), "route": plan["route"], "kernel": "aten",
