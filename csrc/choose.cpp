@@ -926,7 +926,7 @@ std::string Choice::config() const {
     }
     case Kernel::Rows:
       o << width << "-byte vectors";
-      if (width == 16 && threads && threads < 512) o << ", blocks of " << threads << " threads";
+      if (width == 16 && threads && threads < Device{}.rows_threads) o << ", blocks of " << threads << " threads";
       break;
     case Kernel::Interleave:
       o << (pack ? "planes -> " : "") << channels << "-interleaved" << (pack ? "" : " -> planes") << ", "
@@ -1002,7 +1002,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
   if (!(c.problem = matrix_problem(plan))) return *why = "more than 6 batch dims", std::nullopt;
   Problem const& p = *c.problem;
   switch (kernel) {
-    case Kernel::Tile:
+    case Kernel::Tile: {
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
       if (!(c.width = tile_width(p))) return *why = "m or n is not unit-stride", std::nullopt;
       c.shape = shape ? *shape : tile_shape(p, c.width);
@@ -1010,11 +1010,12 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (c.shape == TileShape::Column && c.width != p.element_size)
         return *why = "column tiles move one element per access, and " + std::to_string(c.width) + "-byte vectors fit",
                std::nullopt;
-      c.problem->m_first = walk_m_first(p, tile_dims(p.element_size, c.width, c.shape)) ||
-                           long_side_first(p, tile_dims(p.element_size, c.width, c.shape), device);
+      TileDims const t = tile_dims(p.element_size, c.width, c.shape);
+      c.problem->m_first = walk_m_first(p, t) || long_side_first(p, t, device);
       if (tile_too_empty(p, c.width, c.shape))
         return *why = std::string("its ") + tile_shape_name(c.shape) + " tiles would be a quarter full or less", std::nullopt;
       return c;
+    }
     case Kernel::Interleave: {
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
       InterleaveFit const fit = interleave_fit(p, why);
