@@ -177,12 +177,13 @@ bool large_threads_pay(Problem const& p, int W) {
          tile_fill(p.rows, p.cols, large) >= kMostlyFullFill;
 }
 
-TileShape tile_shape(Problem const& p, int W) {
+// (`large`: false leaves the Large configuration out.)
+TileShape tile_shape(Problem const& p, int W, bool large = true) {
   TileShape best = TileShape::Square;
   bool const column = column_tile_fits(p, W);
   if (!column && tile_fill(p.rows, p.cols, tile_dims(p.element_size, W, best)) >= kSquareFullFill)
-    return large_tile_pays(p, W) ? TileShape::Large : best;
-  if (!column && large_threads_pay(p, W)) return TileShape::Large;
+    return large && large_tile_pays(p, W) ? TileShape::Large : best;
+  if (!column && large && large_threads_pay(p, W)) return TileShape::Large;
   for (TileShape s : kTileShapes)
     if (tile_shape_score(p, W, s) > tile_shape_score(p, W, best)) best = s;
   if (column && tile_shape_score(p, W, TileShape::Column) > tile_shape_score(p, W, best)) best = TileShape::Column;
@@ -225,6 +226,35 @@ bool walk_m_first(Problem const& p, TileDims t) {
 bool long_side_first(Problem const& p, TileDims t, Device const& device) {
   int64_t const tiles_m = (p.rows + t.bm - 1) / t.bm, tiles_n = (p.cols + t.bn - 1) / t.bn;
   return device.long_side_first && !output_splits_sectors(p) && tiles_m >= tiles_n;
+}
+
+// The tile shape on `device`. Where its rule leaves out the Large configuration
+// (Device::large_tiles; device_rules, after this namespace, has the measurements), the matrices
+// that would take it take the shape the rest of the rule picks, or wide tiles for full matrices
+// of 1-byte elements; and choose() gives the 4-byte ones to the lean kernel's large tiles first
+// (lean_takes_large_tiles_work).
+TileShape tile_shape(Problem const& p, int W, Device const& device) {
+  if (device.large_tiles) return tile_shape(p, W);
+  TileShape const s = tile_shape(p, W, false);
+  return s == TileShape::Square && p.element_size == 1 && large_tile_pays(p, W) ? TileShape::Wide : s;
+}
+bool lean_takes_large_tiles_work(Choice const& c, Device const& device) {
+  return c.kernel == Kernel::Tile && !device.large_tiles && c.problem->element_size == 4 && c.width == 16 &&
+         tile_shape(*c.problem, c.width) == TileShape::Large;
+}
+
+// The rows kernel splits each vector's index into coordinates, one division per dim; gather
+// (cuda/gather.cu) steps each thread along consecutive outputs with no division after the
+// first, but loads every element on its own. On a GPU whose rule it is (Device::rows_gather),
+// gather takes the row copies in vectors of one 4- or 8-byte element where the plan has at
+// least one dim per two bytes of the element, beyond the first (float32 from 3 dims, float64
+// from 5), and the row copies of 2-byte and wider elements in vectors under 16 bytes over 6
+// dims or more; never 1-byte elements, which gather loads one byte at a time (device_rules has
+// the measurements).
+bool gather_takes_rows(Plan const& plan, Choice const& c, Device const& device) {
+  if (!device.rows_gather || c.kernel != Kernel::Rows || c.width >= 16) return false;
+  int const E = c.problem->element_size;
+  return (E >= 2 && plan.rank >= 6) || (c.width == E && E >= 4 && 2 * (plan.rank - 1) >= E);
 }
 
 // The seed ladder's tile (SeedTile, cuda/tiling.cuh): 64 rows of one 128-byte line.
@@ -845,11 +875,22 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     512: (8, 4096, 4096) bfloat16 permuted (1, 0, 2) 0.959 -> 0.985, float32 0.974 -> 1.000,
 //     (2048, 49, 3, 32) float32 (0, 2, 1, 3) 0.943 -> 0.957, (8, 1024, 16, 128) float64 0.988
 //     both. On the H100 128-thread blocks ran large row copies 0.982 x as fast (strided_copy.cu).
+//   - No tile kernel Large configuration (large tiles, tile_shape): 32768^2 uint8 ran large tiles
+//     at 0.854, wide tiles 0.938 (16384^2 0.853 / 0.943, 8192 x 32768 0.843 / 0.944, 4 x 8192^2
+//     0.854 / 0.941); float32 large tiles / lean's large tiles: 32768^2 0.930 / 0.960, 32768 x
+//     8192 0.941 / 0.980, 7264^2 0.917 / 0.948, 43408 x 1216 (mostly full) 0.888 / 0.944,
+//     1216 x 43408 0.906 / 0.911. On the H100 large tiles had run uint8 32768^2 at 0.970.
+//   - Narrow row copies in gather (gather_takes_rows): on 64 random row copies in vectors under
+//     16 bytes, gather against rows with one float32 element a vector from 3 dims 0.75-1.00 vs
+//     0.35-0.81; on two grids the rule never saw (63 and 64 cells) the pick reached 0.975 and
+//     0.989 of the better of the two, rows alone 0.870 and 0.849.
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
   if (name.find("H200") != std::string::npos) {
     d.long_side_first = true;
     d.rows_threads = 128;
+    d.large_tiles = false;
+    d.rows_gather = true;
   }
   return d;
 }
@@ -1005,7 +1046,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
     case Kernel::Tile: {
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
       if (!(c.width = tile_width(p))) return *why = "m or n is not unit-stride", std::nullopt;
-      c.shape = shape ? *shape : tile_shape(p, c.width);
+      c.shape = shape ? *shape : tile_shape(p, c.width, device);
       if (c.shape == TileShape::Small) c.width = small_tile_width(p.element_size, c.width);
       if (c.shape == TileShape::Column && c.width != p.element_size)
         return *why = "column tiles move one element per access, and " + std::to_string(c.width) + "-byte vectors fit",
@@ -1137,7 +1178,8 @@ bool offered(Choice const& c, std::string* why) {
   if (c.kernel == Kernel::Lean && tile_fill(p.rows, p.cols, lean_tile(p.element_size, c.shape)) < kLeanFill)
     return refuse("its tiles would be less than half full");
   if (c.kernel == Kernel::Lean && tile_takes_larger_tiles(p))
-    return refuse("the tile kernel's large tiles run this work (" + std::to_string(kLargeTiles) + " or more of them)");
+    return refuse("the tile kernel's large tiles run this work (" + std::to_string(kLargeTiles) +
+                  " or more of them; on an H200, its wide tiles)");
   if (c.kernel == Kernel::Realign && realign_tiles(p) < kMinRealignTiles)
     return refuse("fewer than " + std::to_string(kMinRealignTiles) + " tiles");
   if (c.kernel == Kernel::Interleave && c.width == p.element_size) {
@@ -1203,6 +1245,20 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
           }
           return *lean;
         }
+      // The rules of a GPU model (device_rules) that move the pick to another kernel.
+      auto const instead = [&](std::optional<Choice> other, char const* why) -> std::optional<Choice> {
+        if (!other || !offered(*other, nullptr)) return std::nullopt;
+        if (explain) other->key = own, other->reason = c->reason + "; " + why;
+        return other;
+      };
+      if (lean_takes_large_tiles_work(*c, device))
+        if (auto lean = instead(force(plan, Kernel::Lean, device, nullptr, TileShape::Large),
+                                "4-byte elements that the H100 runs in the tile kernel's large tiles, on a GPU whose rule runs them in lean's: run lean"))
+          return *lean;
+      if (gather_takes_rows(plan, *c, device))
+        if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr),
+                                  "rows in narrow vectors whose index arithmetic costs more than gather's loads, on a GPU whose rule runs them in gather: run gather"))
+          return *gather;
       return *c;
     }
     if (explain) skipped += std::string(skipped.empty() ? "" : ", ") + kernel_name(k) + " (" + why + ")";

@@ -73,6 +73,13 @@ struct Device {
   bool long_side_first = false;
   // The rows kernel's blocks with 16-byte vectors: at most this many threads (strided_copy.cu).
   int rows_threads = 512;
+  // The work that the tile kernel's rule gives its Large configuration (large full matrices;
+  // for 4-byte elements also mostly full ones: tile_shape, choose.cpp) runs in it; where false,
+  // in wide tiles (1-byte elements) or the lean kernel's large tiles (4-byte elements).
+  bool large_tiles = true;
+  // Row copies in vectors under 16 bytes run the gather kernel wherever the rows kernel's
+  // divisions per byte pass what gather's loads of one element each cost (gather_takes_rows).
+  bool rows_gather = false;
 };
 
 // `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as

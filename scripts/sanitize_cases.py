@@ -47,6 +47,33 @@ def check(run, want, label, refused):
     return same
 
 
+def model_rule_cases() -> list:
+    """The kernels that a GPU model's own rules pick (csrc/choose.cpp, device_rules), on small
+    shapes with edge tiles: uint8 in wide tiles and float32 in lean large tiles, walked m-tiles
+    first on an H200 where there are at least as many m-tiles as n-tiles (tall, batched) and
+    n-tiles first where not (wide); and narrow row copies over many dims in the gather kernel."""
+    results = []
+    # Odd rows (4-byte vectors, or one element a side), then rows of whole 16-byte vectors.
+    for dtype, shape, kernel in ((torch.uint8, (600, 300), "tile/wide"), (torch.uint8, (3, 200, 520), "tile/wide"),
+                                 (torch.uint8, (130, 600), "tile/wide"), (torch.float32, (2, 200, 130), "lean/large"),
+                                 (torch.float32, (130, 300), "lean/large"),
+                                 (torch.uint8, (592, 288), "tile/wide"), (torch.uint8, (3, 208, 528), "tile/wide"),
+                                 (torch.uint8, (80, 800), "tile/wide"), (torch.float32, (2, 200, 132), "lean/large"),
+                                 (torch.float32, (132, 300), "lean/large")):
+        x = torch.randint(0, 100, shape).to(dtype)
+        dims = [*range(len(shape) - 2), len(shape) - 1, len(shape) - 2]
+        results.append(check(lambda: torch.ops.cute_transpose._permute_with(x.cuda(), dims, kernel),
+                             x.transpose(-2, -1).contiguous(), f"permute[{kernel}] {dtype} {shape}", "cannot run"))
+    for dtype, shape in ((torch.float64, (3, 5, 4, 6, 7, 9)), (torch.float32, (3, 5, 4, 6, 7, 5))):
+        x = torch.randint(0, 100, shape).to(dtype)
+        dims = (0, 2, 4, 1, 3, 5)
+        for kernel in ("auto", "gather"):
+            run = ((lambda: cute_transpose.permute(x.cuda(), dims)) if kernel == "auto" else
+                   (lambda: torch.ops.cute_transpose._permute_with(x.cuda(), list(dims), kernel)))
+            results.append(check(run, x.permute(dims).contiguous(), f"permute[{kernel}] {dtype} {shape} {dims}", "cannot run"))
+    return results
+
+
 def main() -> int:
     results = []
     for name in cute_transpose.OPS:
@@ -106,6 +133,7 @@ def main() -> int:
         x = torch.randint(0, 100, shape).to(dtype)
         results.append(check(lambda: torch.ops.cute_transpose._permute_with(x.cuda(), [0, 2, 1], "tile/column"),
                              x.transpose(-2, -1).contiguous(), f"permute[tile/column] {dtype} {shape}", "cannot run"))
+    results += model_rule_cases()
     checked = [r for r in results if r is not None]
     bad = checked.count(False)
     left_out = f" ({' and '.join(TMA_STORES)} left out: TMA-store writes are invisible here)" if TMA_STORES else ""

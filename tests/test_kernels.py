@@ -270,9 +270,9 @@ def test_explain_on_the_cpu_reports_aten_and_the_sm90_choice():
 # runs are whole sectors, and row copies in 16-byte vectors take blocks of 128 threads. The
 # H100's rules are the default, for any other name.
 @pytest.mark.parametrize("shape, dims, dtype, kernel, on_h200", [
-    ((32768, 8192), (1, 0), torch.float32, "tile", ", m-tiles first"),  # tall: 512 m-tiles, 64 n-tiles
+    ((32768, 8192), (1, 0), torch.bfloat16, "tile", ", m-tiles first"),  # tall: 256 m-tiles, 64 n-tiles
     ((8192, 8192), (1, 0), torch.bfloat16, "tile", ", m-tiles first"),  # square: as many of each
-    ((8192, 32768), (1, 0), torch.float32, "tile", ""),  # wide: n-tiles first everywhere
+    ((8192, 32768), (1, 0), torch.bfloat16, "tile", ""),  # wide: n-tiles first everywhere
     ((2048, 1024), (1, 0), torch.float32, "lean", ", m-tiles first"),
     ((1024, 2048), (1, 0), torch.float32, "lean", ""),
     ((1500, 1500), (1, 0), torch.float32, "lean", ""),  # 6000-byte output rows split sectors: as on the H100
@@ -288,6 +288,49 @@ def test_explain_applies_the_h200s_own_rules_only_for_an_h200(shape, dims, dtype
     assert "m-tiles first" not in h100["config"] and "blocks of" not in h100["config"]
     assert h200["config"] == h100["config"] + on_h200
     assert h200["kernel"] == h100["kernel"] == kernel
+
+
+# ... and the work that the H100 runs in the tile kernel's large tiles (full matrices of 2^28
+# uint8 or 2^27 float32 elements and up; mostly full float32 ones too) runs on an H200 in wide
+# tiles (uint8) or the lean kernel's large tiles (float32). Where the lean kernel cannot run it,
+# the tile kernel takes the shape its rule picks without the large one.
+@pytest.mark.parametrize("shape, dims, dtype, h100, h200", [
+    ((32768, 32768), (1, 0), torch.uint8, "tile 256x256 large tile", "tile 64x256 wide tile"),
+    ((4, 8192, 8192), (0, 2, 1), torch.uint8, "tile 256x256 large tile", "tile 64x256 wide tile"),
+    ((8192, 32768), (1, 0), torch.float32, "tile 64x128 large tile, 512 threads", "lean 64x64 large tile"),
+    ((43408, 1216), (1, 0), torch.float32, "tile 64x128 large tile, 512 threads", "lean 64x64 large tile"),  # mostly full
+    ((2 ** 23, 128), (1, 0), torch.float32, "tile 64x128 large tile, 512 threads", "tile 64x128 square tile"),  # 2^17 m-tiles: no lean grid
+    ((8192, 8192), (1, 0), torch.uint8, "lean 128x128 large tile", "lean 128x128 large tile"),  # under 4096 large tiles
+    ((32768, 32768), (1, 0), torch.bfloat16, "tile 128x128 square tile", "tile 128x128 square tile"),
+])
+def test_explain_on_an_h200_runs_large_tiles_work_in_wide_or_lean_tiles(shape, dims, dtype, h100, h200):
+    x = torch.empty(shape, dtype=dtype, device="meta")
+    on = {gpu: cute_transpose.explain(x, dims, gpu=gpu)["cuda"] for gpu in (None, "NVIDIA H200")}
+    for gpu, expected in ((None, h100), ("NVIDIA H200", h200)):
+        assert f"{on[gpu]['kernel']} {on[gpu]['config']}".startswith(expected), (gpu, on[gpu])
+    assert ("lean's: run lean" in on["NVIDIA H200"]["reason"]) == (on["NVIDIA H200"]["kernel"] != on[None]["kernel"])
+
+
+# ... and row copies in vectors under 16 bytes run the gather kernel on an H200 where the rows
+# kernel's divisions per byte pass gather's cost: vectors of one 4-byte element over 3 dims or
+# more, of one 8-byte element over 5, narrow vectors of 2-byte and wider elements over 6.
+@pytest.mark.parametrize("shape, dims, dtype, on_h200", [
+    ((64, 224, 224, 3), (0, 2, 1, 3), torch.float32, "gather"),  # 4-byte vectors, 4 dims
+    ((4096, 33, 97), (1, 0, 2), torch.float32, "gather"),  # 3 dims
+    ((33, 252, 318, 10), (2, 1, 0, 3), torch.float32, "rows"),  # 8-byte vectors of two elements
+    ((512, 9, 21, 31), (0, 2, 1, 3), torch.float64, "rows"),  # 8-byte elements over 4 dims
+    ((19, 7, 27, 4, 36, 25), (4, 1, 2, 0, 3, 5), torch.float64, "gather"),  # over 5
+    ((10, 7, 28, 5, 17, 2, 74), (1, 4, 5, 2, 0, 3, 6), torch.bfloat16, "gather"),  # 4-byte vectors of two over 6
+    ((19, 27, 16, 26, 31, 36), (0, 2, 4, 1, 3, 5), torch.float64, "rows"),  # 16-byte vectors
+    ((21, 8, 24, 12, 41, 12), (4, 1, 3, 2, 0, 5), torch.uint8, "rows"),  # 1-byte elements: never
+])
+def test_explain_on_an_h200_runs_narrow_rows_over_many_dims_in_gather(shape, dims, dtype, on_h200):
+    x = torch.empty(shape, dtype=dtype, device="meta")
+    h100 = cute_transpose.explain(x, dims)["cuda"]
+    h200 = cute_transpose.explain(x, dims, gpu="NVIDIA H200")["cuda"]
+    assert h100["kernel"] == "rows", h100
+    assert h200["kernel"] == on_h200, h200
+    assert (on_h200 == "gather") == ("runs them in gather" in h200["reason"])
 
 
 @pytest.mark.parametrize("shape, dims, route", [

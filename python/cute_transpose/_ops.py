@@ -171,8 +171,9 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     For a CPU tensor, ``kernel`` is "aten" (every CPU op is ATen's strided copy) and ``cuda``
     holds what the same call would run on an sm_90 GPU: an H100, or the GPU that ``gpu`` names
     as torch.cuda.get_device_name does (a few rules differ by model: "NVIDIA H200" walks some
-    tiles m-tiles first and copies rows in smaller blocks). A CUDA tensor's own device is
-    described, whatever ``gpu`` says. ``kernel=`` names one of KERNELS to describe instead of
+    tiles m-tiles first, copies rows in smaller blocks, runs the tile kernel's large-tile work
+    in wide or lean tiles, and sends narrow row copies over many dims to the gather kernel). A
+    CUDA tensor's own device is described, whatever ``gpu`` says. ``kernel=`` names one of KERNELS to describe instead of
     the chooser's pick (an error if it cannot run the permute); ``offered`` then says whether the
     chooser would consider it for this permute at all (it does not offer some kernels on shapes
     where they run but lose, and says why in ``reason``)."""
