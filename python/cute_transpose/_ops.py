@@ -173,10 +173,10 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     as torch.cuda.get_device_name does (a few rules differ by model: "NVIDIA H200" walks some
     tiles m-tiles first, copies rows in smaller blocks, runs the tile kernel's large-tile work
     in wide or lean tiles, and sends narrow row copies over many dims to the gather kernel). A
-    CUDA tensor's own device is described, whatever ``gpu`` says. ``kernel=`` names one of KERNELS to describe instead of
-    the chooser's pick (an error if it cannot run the permute); ``offered`` then says whether the
-    chooser would consider it for this permute at all (it does not offer some kernels on shapes
-    where they run but lose, and says why in ``reason``)."""
+    CUDA tensor's own device is described, whatever ``gpu`` says. ``kernel=`` names one of
+    KERNELS to describe instead of the chooser's pick (an error if it cannot run the permute);
+    ``offered`` then says whether the chooser would consider it for this permute at all (it does
+    not offer some kernels on shapes where they run but lose, and says why in ``reason``)."""
     if dims is None:
         dims = _transposition(x.dim(), -2, -1) if x.dim() >= 2 else list(range(x.dim()))
     dims = _dims_list(dims)
