@@ -676,6 +676,19 @@ std::optional<Choice> small_rows(Plan const& plan, Device const& device) {
 //   - left with ATen's copy: one element per load (239 shapes with tiles half full, 1.06 x,
 //     57 more than 5% slower), tiles under half full (315, 0.94 x, 118 slower), broadcast
 //     inputs (78, 1.08 x, 12 slower).
+// Loads of one element of 2 bytes or more (rows off the 16-byte grid) also run lean from
+// kLeanNarrowWork elements up. In that band of the same run, the 104 such shapes with no
+// broadcast dim (tiles half full, 2- to 8-byte elements) ran lean at 1.22 x ATen's copy (1.10 x
+// at 2^17-2^18 elements, 1.15 x at 2^18-2^19, 1.37 x at 2^19-2^20), 2 more than 5% slower
+// ((267, 537) and (79, 116, 39) bfloat16: 0.93 x), and reached 0.997 of the best kernel, ATen's
+// copy 0.821. Below 2^17 the gain shrank (1.05-1.06 x, 5 of 76 more than 5% slower), and 1-byte
+// elements, loaded a byte at a time, ran lean at 0.79-0.89 x below 2^19. On an H200, on two
+// grids of random shapes in that band the rule never saw (2- to 8-byte elements, a quarter of
+// them offset views; each shape's pick, lean, ATen's copy and eager timed beside clone, the best
+// of three rounds), lean ran 1.15 x and 1.13 x the pick before (ATen's copy) over 35 and 40
+// shapes (1.08-1.09 x below 2^19, 1.25-1.31 x above), 2 and 1 more than 5% slower (bfloat16, the
+// worst an offset (3777, 36) at 0.80 x); below 2^17, 30 shapes, 1.02 x with 6 more than 5%
+// slower.
 // Before, small work ran ATen's copy but for full tiles in 16-byte vectors from 2^17-2^19
 // elements, which ran the tile kernel (Small tiles: 0.84-0.85 of clone where Triton's tile kernel
 // ran 0.96-0.98; its 640 instructions a warp against Triton's 142 in Nsight Compute were what the
@@ -692,6 +705,7 @@ std::optional<Choice> small_rows(Plan const& plan, Device const& device) {
 // first kernel of 102 classes (86 to lean, from padded 44, gather 21, ATen's copy 9, ...) and,
 // each shape held out, the picks more than 5% slower than ATen's copy from 396 to 376.
 constexpr double kLeanFill = 0.5;
+constexpr int64_t kLeanNarrowWork = int64_t(1) << 17;
 
 // Just above small work, from 2^20 to kLeanMidWork elements of 1-8 bytes, the lean kernel also
 // runs what the table gives the tile kernel in 16-byte vectors, where small_transpose() would take
@@ -744,7 +758,9 @@ TileShape lean_shape(Problem const& p, int64_t elements) {
 std::optional<Choice> small_transpose(Plan const& plan, Device const& device) {
   if (plan.copy_route() || broadcast_input(plan)) return std::nullopt;
   auto c = force(plan, Kernel::Lean, device, nullptr);
-  return c && c->width == 16 && offered(*c, nullptr) ? c : std::nullopt;  // offered(): tiles kLeanFill full
+  if (!c || !offered(*c, nullptr)) return std::nullopt;  // offered(): tiles kLeanFill full
+  bool const narrow_pays = plan.element_size >= 2 && plan.elements >= kLeanNarrowWork;
+  return c->width == 16 || narrow_pays ? c : std::nullopt;
 }
 
 Class classify(Plan const& plan) {
@@ -883,7 +899,10 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //   - Narrow row copies in gather (gather_takes_rows): on 64 random row copies in vectors under
 //     16 bytes, gather against rows with one float32 element a vector from 3 dims 0.75-1.00 vs
 //     0.35-0.81; on two grids the rule never saw (63 and 64 cells) the pick reached 0.975 and
-//     0.989 of the better of the two, rows alone 0.870 and 0.849.
+//     0.989 of the better of the two, rows alone 0.870 and 0.849. Runs of 3 float32 elements
+//     over 5 or 6 dims ran ATen's copy 1.06-1.40 x as fast as gather on two grids (5 shapes),
+//     but on a third (20 shapes of runs of 3 elements over 5-7 dims) 0.94 x (float32) and
+//     1.01 x (float64), 8 more than 5% slower: those rows stay with gather.
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
   if (name.find("H200") != std::string::npos) {
@@ -1204,7 +1223,8 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
       c->key = class_key(plan);
       c->reason = "small work: " + std::to_string(plan.elements) + " elements, under 2^20, " +
                   (c->kernel == Kernel::Rows   ? "rows in vectors wider than the element: run rows"
-                   : c->kernel == Kernel::Lean ? "a transpose loaded in 16-byte vectors, lean tiles at least half full: run lean"
+                   : c->kernel == Kernel::Lean ? (c->width == 16 ? "a transpose loaded in 16-byte vectors, lean tiles at least half full: run lean"
+                                                                 : "a transpose of 2^17 elements or more loaded an element of 2 bytes or more at a time, lean tiles at least half full: run lean")
                                                : "run ATen's copy");
     }
     return *c;

@@ -639,11 +639,15 @@ def test_small_work_runs_rows_where_its_vectors_are_wider_than_the_element(make,
     (lambda: torch.empty(3, 40, 16, dtype=torch.complex128), (0, 2, 1), "lean"),        # 16-byte elements
     (lambda: torch.empty(4, 12, 197, 64), (0, 1, 3, 2), "lean"),                        # stores of one element
     (lambda: torch.empty(64, 40, 40, dtype=torch.bfloat16), (0, 2, 1), "aten"),         # tiles 39% full
-    (lambda: torch.empty(8, 12, 128, 63, dtype=torch.bfloat16), (0, 1, 3, 2), "aten"),  # loads of one element
+    (lambda: torch.empty(8, 12, 128, 63, dtype=torch.bfloat16), (0, 1, 3, 2), "lean"),  # loads of one element, 2^19.6
+    (lambda: torch.empty(500, 301), (1, 0), "lean"),                                    # float32 rows of 301, 2^17.2
+    (lambda: torch.empty(2, 256, 255, dtype=torch.bfloat16), (0, 2, 1), "aten"),        # loads of one element, under 2^17
+    (lambda: torch.empty(768, 767, dtype=torch.uint8), (1, 0), "aten"),                 # loads of one byte
     (lambda: torch.empty(8, 1, 128, 64, dtype=torch.bfloat16).expand(8, 12, 128, 64), (0, 1, 3, 2), "aten"),  # broadcast
     (lambda: torch.empty(2, 3, 4, 5, 32, 32)[..., :16], (1, 0, 3, 2, 5, 4), "aten"),    # 4 batch dims: lean cannot
 ])
-def test_small_work_runs_lean_where_its_loads_are_vectors_and_its_tiles_half_full(make, dims, kernel):
+def test_small_work_runs_lean_where_its_tiles_are_half_full_and_its_loads_vectors_or_wide_elements(make, dims, kernel):
+    # wide elements: loads of one element of 2 bytes or more, from 2^17 elements
     info = cute_transpose.explain(make(), dims)["cuda"]
     assert info["class"].endswith(".s") and info["reason"].startswith("small work: "), info
     assert info["kernel"] == kernel, info
