@@ -681,8 +681,8 @@ std::optional<Choice> small_rows(Plan const& plan, Device const& device) {
 // broadcast dim (tiles half full, 2- to 8-byte elements) ran lean at 1.22 x ATen's copy (1.10 x
 // at 2^17-2^18 elements, 1.15 x at 2^18-2^19, 1.37 x at 2^19-2^20), 2 more than 5% slower
 // ((267, 537) and (79, 116, 39) bfloat16: 0.93 x), and reached 0.997 of the best kernel, ATen's
-// copy 0.821. Below 2^17 the gain shrank (1.05-1.06 x, 5 of 76 more than 5% slower), and 1-byte
-// elements, loaded a byte at a time, ran lean at 0.79-0.89 x below 2^19. On an H200, on two
+// copy 0.821. Below 2^17 the gain shrank (1.05 x, 5 of 69 more than 5% slower), and 1-byte
+// elements, loaded a byte at a time, ran lean at 0.78-0.89 x below 2^19. On an H200, on two
 // grids of random shapes in that band the rule never saw (2- to 8-byte elements, a quarter of
 // them offset views; each shape's pick, lean, ATen's copy and eager timed beside clone, the best
 // of three rounds), lean ran 1.15 x and 1.13 x the pick before (ATen's copy) over 35 and 40
