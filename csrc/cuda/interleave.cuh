@@ -182,20 +182,23 @@ CUTE_DEVICE void store_before(unsigned char* to, Vec const& v, int64_t end_bytes
     for (int j = 0; j < end_bytes; ++j) to[j] = byte_of(v, j);
 }
 
-// The offset of `run` into its aligned vector.
-CUTE_DEVICE int offset_in_vector(unsigned char const* run) { return int(reinterpret_cast<uintptr_t>(run) % 16); }
+// The offset of `at` into its aligned vector, and the bytes from `at` to the next aligned one (0
+// if `at` is aligned).
+CUTE_DEVICE int offset_in_vector(unsigned char const* at) { return int(reinterpret_cast<uintptr_t>(at) % 16); }
+CUTE_DEVICE int bytes_to_vector(unsigned char const* at) { return (16 - offset_in_vector(at)) % 16; }
 
 // The warp stages the aligned vectors that cover each of its N input runs of `bytes` bytes, run
 // j from first + j * run_stride: vector i of run j (i < kCover, enough for any run's offset) at
-// stage[at(j * kCover + i)]. Each lane issues its loads kGroup at a time (by default all of them)
-// before it stores any to the stage, so that the warp has the whole step in flight at once. A loop
-// that stored each vector as it arrived waited for one load per iteration: on an H200 it unpacked
-// 64 x 299^2 x 4 uint8 at 0.77 of clone and packed it at 0.81, against 0.91 and 0.99 with the
-// loads issued together.
-template <int N, int kCover, int kGroup = (N * kCover + 31) / 32, class At>
+// stage[at(j * kCover + i)]. Each lane issues its loads, at most kMaxLoads at a time (by default
+// all of them), before it stores any to the stage, so that the warp has the whole step in flight
+// at once. A loop that stored each vector as it arrived waited for one load per iteration: on an
+// H200 it unpacked 64 x 299^2 x 4 uint8 at 0.77 of clone and packed it at 0.81, against 0.91 and
+// 0.99 with the loads issued together.
+template <int N, int kCover, int kMaxLoads = INT_MAX, class At>
 CUTE_DEVICE void stage_covers(unsigned char const* first, int64_t run_stride, int64_t bytes,
                               unsigned char const* from_end, int lane, Vec* stage, At at) {
   constexpr int kPerLane = (N * kCover + 31) / 32;
+  constexpr int kGroup = kMaxLoads < kPerLane ? kMaxLoads : kPerLane;
   auto const vector = [&](int k, Vec const*& from) {  // lane's k-th vector, if it holds bytes of its run
     int const idx = lane + 32 * k, j = idx / kCover, i = idx % kCover;
     unsigned char const* const run = first + j * run_stride;
@@ -241,13 +244,13 @@ CUTE_DEVICE void unpack_realigned(unsigned char const* from, unsigned char* to, 
   int const s = offset_in_vector(run);
   // 7 and 8 channels stage 8 and 9 vectors a lane, 5 at a time: all at once took 96 registers
   // (two blocks an SM), and 64 x 299^2 x 8 unpacked at 0.61 of clone, against 0.68 this way.
-  constexpr int kGroup = C >= 7 ? 5 : (kUnpackStaged<C> + 31) / 32;
-  stage_covers<1, kUnpackStaged<C>, kGroup>(run, 0, span * C, from_end, lane, stage, [](int i) { return spread<C>(i); });
+  constexpr int kMaxLoads = C >= 7 ? 5 : INT_MAX;
+  stage_covers<1, kUnpackStaged<C>, kMaxLoads>(run, 0, span * C, from_end, lane, stage, [](int i) { return spread<C>(i); });
   __syncwarp();
   CUTE_UNROLL
   for (int c = 0; c < C; ++c) {
     unsigned char* const plane = to + c * plane_stride;
-    int const d = int((16 - reinterpret_cast<uintptr_t>(plane + x0) % 16) % 16);
+    int const d = bytes_to_vector(plane + x0);
     if (x0 == 0 && lane < d && lane < pixels) plane[lane] = run[lane * C + c];  // before the first vector
     int64_t const y = x0 + d + 16 * lane;  // this lane's vector: pixels [y, y + 16)
     if (y >= pixels) continue;
@@ -280,7 +283,7 @@ template <int C>
 CUTE_DEVICE void pack_realigned(unsigned char const* from, unsigned char* to, int64_t plane_stride, int64_t pixels,
                                 int64_t x0, unsigned char const* from_end, int lane, Vec* stage) {
   int64_t const span = cute::min(pixels - x0, int64_t(kRealignedStep + 8)), bytes = pixels * C;
-  int const e = int((16 - reinterpret_cast<uintptr_t>(to) % 16) % 16), q = e / C, r = e % C;
+  int const e = bytes_to_vector(to), q = e / C, r = e % C;
   if (x0 == 0 && lane < e && lane < bytes) to[lane] = from[(lane % C) * plane_stride + lane / C];  // before the first vector
   stage_covers<C, kPlaneStaged>(from + x0, plane_stride, span, from_end, lane, stage, [](int i) { return i; });
   int s[C];  // each plane's offset from the grid at x0
