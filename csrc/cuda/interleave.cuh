@@ -360,11 +360,11 @@ CUTE_DEVICE void move_elements(T const* from, T* to, int64_t plane_stride, int64
   T const* planes = from + warp_x0;
   T* run = to + warp_x0 * stride;
   if (kPack) {
-    CUTE_UNROLL
-    for (int c = 0; c < C; ++c)
-      CUTE_UNROLL
-      for (int j = 0; j < K; ++j)
-        if (int const x = j * 32 + lane; x < n) stage[padded(x * C + c)] = planes[c * plane_stride + x];
+    // Load i of the lane: pixel x(i) of plane i / K.
+    auto const x = [&](int i) { return i % K * 32 + lane; };
+    loads_then_stores<C * K>([&](int i) { return x(i) < n; },  // loads first (tiling.cuh)
+                             [&](int i) { return planes[i / K * plane_stride + x(i)]; },
+                             [&](int i, T const& v) { stage[padded(x(i) * C + i / K)] = v; });
     __syncwarp();
     CUTE_UNROLL
     for (int i = 0; i < C * K; ++i)
@@ -372,9 +372,11 @@ CUTE_DEVICE void move_elements(T const* from, T* to, int64_t plane_stride, int64
   } else {
     T const* in_run = from + warp_x0 * stride;
     T* out_planes = to + warp_x0;
-    CUTE_UNROLL
-    for (int i = 0; i < C * K; ++i)
-      if (int const q = i * 32 + lane; q < n * C - (C - written)) stage[padded(q)] = in_run[at(q)];
+    // Load i of the lane: element q(i) of the warp's run.
+    auto const q = [&](int i) { return i * 32 + lane; };
+    loads_then_stores<C * K>([&](int i) { return q(i) < n * C - (C - written); },  // loads first
+                             [&](int i) { return in_run[at(q(i))]; },
+                             [&](int i, T const& v) { stage[padded(q(i))] = v; });
     __syncwarp();
     CUTE_UNROLL
     for (int c = 0; c < C; ++c) {

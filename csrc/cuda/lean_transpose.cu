@@ -21,8 +21,9 @@
 // transposed this ran 100 instructions a warp, 3.84 us against Triton's 3.74 us (Nsight Compute).
 // For larger work (from 2^22 elements) the tile takes one of the other shapes of lean_tile
 // (tile_config.h: tall, wide or large; choose.cpp, lean_shape): the same threads, each loading
-// and storing four vectors (the loops below step through them), so that more bytes are in
-// flight, and tall tiles write output runs four times as long.
+// and storing four vectors (the loops below step through them; phase 1 issues all its loads
+// before its first store), so that more bytes are in flight, and tall tiles write output runs
+// four times as long.
 //
 // Shared memory is swizzled in units of U elements: the unit index of m is XORed with the
 // input vector column n / VI, so the column writes of phase 1 -- a warp writes WR consecutive m
@@ -91,21 +92,23 @@ __global__ void __launch_bounds__(Cfg::kThreads) lean_transpose(LeanArgs const a
   int const rows = a.rows - m0, cols = a.cols - n0;  // what is left of the matrix from the tile's corner
 
   //
-  // 1. input rows -> columns of sT
+  // 1. input rows -> columns of sT: this thread's vectors of one column n, rows m(i)
   //
-  CUTE_UNROLL
-  for (int i = 0; i < BM / Cfg::R1; ++i) {
-    int const m = threadIdx.x / Cfg::CN + i * Cfg::R1, n = threadIdx.x % Cfg::CN * VI;
-    if (m < rows && n < cols) {
-      typename Cfg::VecIn const v = *reinterpret_cast<typename Cfg::VecIn const*>(src + m * a.row_stride + n * a.col_stride);
-      T e[VI];
-      memcpy(e, &v, sizeof(v));
-      // Rows n .. n + VI - 1 of sT share their swizzle (it depends on n / VI): one address.
-      T* column = &sT(n, m);
-      CUTE_UNROLL
-      for (int j = 0; j < VI; ++j) column[j * BM] = e[j];
-    }
-  }
+  int const n = threadIdx.x % Cfg::CN * VI;
+  auto const m = [](int i) { return int(threadIdx.x) / Cfg::CN + i * Cfg::R1; };
+  auto const inside = [&](int i) { return m(i) < rows && n < cols; };
+  auto const load = [&](int i) {
+    return *reinterpret_cast<typename Cfg::VecIn const*>(src + m(i) * a.row_stride + n * a.col_stride);
+  };
+  auto const store = [&](int i, typename Cfg::VecIn const& v) {
+    T e[VI];
+    memcpy(e, &v, sizeof(v));
+    // Rows n .. n + VI - 1 of sT share their swizzle (it depends on n / VI): one address.
+    T* column = &sT(n, m(i));
+    CUTE_UNROLL
+    for (int j = 0; j < VI; ++j) column[j * BM] = e[j];
+  };
+  loads_then_stores<BM / Cfg::R1>(inside, load, store);  // loads first (tiling.cuh)
   __syncthreads();
 
   //

@@ -45,6 +45,7 @@ __global__ void __launch_bounds__(Cfg::kThreads) split_transpose(Problem p, Side
   Tensor tIn_s = local_partition(sTile, typename Cfg::LoadThreads{}, threadIdx.x);       // (BM/(T/CN),1)
   Tensor tIn_c = local_partition(make_identity_tensor(Shape<Int<Cfg::BM>, Int<Cfg::CN>>{}),  // (BM/(T/CN),1)
                                  typename Cfg::LoadThreads{}, threadIdx.x);
+  constexpr int kLoads = decltype(size(tIn_s))::value;  // a thread's vectors of a tile
 
   TileWalk walk(m.extent, n.extent, p.batch.count, Cfg::BM, Cfg::BN);
   for (int64_t t = blockIdx.x; t < walk.count; t += gridDim.x) {
@@ -56,11 +57,10 @@ __global__ void __launch_bounds__(Cfg::kThreads) split_transpose(Problem p, Side
     //
     int64_t const col = n0 + get<1>(tIn_c(0)) * V;
     int64_t const col_in = tile.at.in + n(col).in;
-    CUTE_UNROLL
-    for (int i = 0; i < size(tIn_s); ++i) {
-      int64_t const row = m0 + get<0>(tIn_c(i));
-      if (row < m.extent && col < n.extent) tIn_s(i) = *reinterpret_cast<Vec const*>(src + col_in + m(row).in);
-    }
+    auto const row = [&](int i) { return m0 + get<0>(tIn_c(i)); };
+    auto const inside = [&](int i) { return row(i) < m.extent && col < n.extent; };
+    auto const load = [&](int i) { return *reinterpret_cast<Vec const*>(src + col_in + m(row(i)).in); };
+    loads_then_stores<kLoads>(inside, load, [&](int i, Vec const& v) { tIn_s(i) = v; });  // loads first (tiling.cuh)
     __syncthreads();
 
     //
