@@ -1,5 +1,6 @@
 // What every kernel shares: element types by size, global-memory views of a Problem, the tile
-// geometry of the seed variants, the walk over tiles, and the predicated per-thread tile copy.
+// geometry of the seed variants, the walk over tiles, guarded copies with their loads issued
+// first, and the predicated per-thread tile copy.
 #pragma once
 
 #include <cute/tensor.hpp>
