@@ -397,14 +397,24 @@ std::optional<SplitProblem> split_short_sides(Problem const& p) {
 }
 
 // Both sides move in W-byte vectors: the inner dims as for the tile kernel, and every outer
-// stride a whole number of vectors, so that no vector straddles two outer indices.
-int split_width(SplitProblem const& s) {
+// stride a whole number of vectors, so that no vector straddles two outer indices -- unless the
+// side's two dims chain where its vectors run (m's on the output, n's on the input: the outer
+// stride is the inner dim's length). Such a side is one run there, and only its whole length
+// need be whole vectors: (6, 24) float32 output runs of 144 elements, read from input strides
+// 2688 and 112, move in 16-byte vectors rather than one element at a time. `chain` = false
+// gives the width without that (chained_split compares the two).
+int split_width(SplitProblem const& s, bool chain = true) {
+  Problem seen = s.problem;  // the problem as the vectors see it: a chained side is one dim
+  bool const m_chains = chain && s.m.size > 1 && seen.out_row_stride == 1 && s.m.out_stride == seen.rows;
+  bool const n_chains = chain && s.n.size > 1 && seen.col_stride == 1 && s.n.in_stride == seen.cols;
+  if (m_chains) seen.rows *= s.m.size;
+  if (n_chains) seen.cols *= s.n.size;
   int const E = s.problem.element_size;
   for (int W : {16, 4, E}) {
     int64_t const V = W / E;
-    if (W < E || !tile_fits(s.problem, W)) continue;
-    if (divisible(s.m.in_stride, V) && divisible(s.m.out_stride, V) && divisible(s.n.in_stride, V) &&
-        divisible(s.n.out_stride, V))
+    if (W < E || !tile_fits(seen, W)) continue;
+    if (divisible(s.m.in_stride, V) && (m_chains || divisible(s.m.out_stride, V)) &&
+        (n_chains || divisible(s.n.in_stride, V)) && divisible(s.n.out_stride, V))
       return W;
   }
   return 0;
@@ -1214,21 +1224,35 @@ bool offered(Choice const& c, std::string* why) {
   return true;
 }
 
-Choice choose(Plan const& plan, Device const& device, bool explain) {
-  if (small_work(plan)) {  // before classify(): the host time is what small work sees
-    std::optional<Choice> c = small_rows(plan, device);
-    if (!c) c = small_transpose(plan, device);
-    if (!c) c = force(plan, Kernel::Aten, device, nullptr);
-    if (explain) {
-      c->key = class_key(plan);
-      c->reason = "small work: " + std::to_string(plan.elements) + " elements, under 2^20, " +
-                  (c->kernel == Kernel::Rows   ? "rows in vectors wider than the element: run rows"
-                   : c->kernel == Kernel::Lean ? (c->width == 16 ? "a transpose loaded in 16-byte vectors, lean tiles at least half full: run lean"
-                                                                 : "a transpose of 2^17 elements or more loaded an element of 2 bytes or more at a time, lean tiles at least half full: run lean")
-                                               : "run ATen's copy");
-    }
-    return *c;
-  }
+// Where the split kernel's sides chain (split_width), it moves 16-byte vectors on shapes that
+// the tuning tables timed it on one element or 4 bytes at a time, so their rankings put it
+// last. There it runs instead of the table's pick when it fills its tiles -- half full for
+// elements of up to 4 bytes (vectors of 4 or more), 90% for 8-byte ones (vectors of 2) -- on
+// an input with no broadcast dim, unless the pick is the lean kernel. Measured on an H200
+// (docs/PERFORMANCE.md, "Split sides that chain"):
+// - over the 436 shapes of the committed results whose split width chaining widens, the rule
+//   takes 90: split ran faster than the table's pick on 89 (geomean 2.22 x), 0.99 x on one;
+// - over a grid drawn afresh (seed 20261128) of 96 shapes it takes: faster on 84 (geomean
+//   1.82 x), behind by 5-36% on 6: float32 (41, 70, 4, 6, 58) permuted (0, 3, 1, 4, 2) ran 0.64
+//   of clone against gather's 0.99;
+// - where the table picks lean (30 shapes of the two sets; left out after the second), split
+//   ran faster on 22 but as low as 0.76 x; broadcast inputs (expanded views, where gather's
+//   reads of a small footprint won 15 of 53 against split) and emptier tiles (float32 (8, 3,
+//   168672, 15) permuted (2, 1, 3, 0), tiles 38% full: split 0.52, gather 0.92) keep the pick.
+std::optional<Choice> chained_split(Plan const& plan, Choice const& pick, Device const& device) {
+  if (pick.kernel == Kernel::Split || pick.kernel == Kernel::Lean || plan.element_size > 8 || broadcast_input(plan))
+    return std::nullopt;
+  std::optional<Choice> split = force(plan, Kernel::Split, device, nullptr);
+  if (!split || split->width != 16 || split_width(*split->split, false) == 16) return std::nullopt;
+  Problem const& p = split->split->problem;
+  double const fill = tile_fill(p.rows * split->split->m.size, p.cols * split->split->n.size,
+                                tile_dims(p.element_size, 16, TileShape::Square));
+  return fill >= (p.element_size <= 4 ? 0.5 : 0.9) ? split : std::nullopt;
+}
+
+// The tuning table's pick for the plan's class (or the fixed rule's, where no table covers
+// it), moved by the rules that refine it.
+Choice table_choice(Plan const& plan, Device const& device, bool explain) {
   Class const cls = classify(plan);
   std::string const own = cls.text();
   std::string key = own;
@@ -1284,6 +1308,32 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
     if (explain) skipped += std::string(skipped.empty() ? "" : ", ") + kernel_name(k) + " (" + why + ")";
   }
   return Choice{};  // unreachable: every ranking ends with Aten, which runs anything
+}
+
+Choice choose(Plan const& plan, Device const& device, bool explain) {
+  if (small_work(plan)) {  // before classify(): the host time is what small work sees
+    std::optional<Choice> c = small_rows(plan, device);
+    if (!c) c = small_transpose(plan, device);
+    if (!c) c = force(plan, Kernel::Aten, device, nullptr);
+    if (explain) {
+      c->key = class_key(plan);
+      c->reason = "small work: " + std::to_string(plan.elements) + " elements, under 2^20, " +
+                  (c->kernel == Kernel::Rows   ? "rows in vectors wider than the element: run rows"
+                   : c->kernel == Kernel::Lean ? (c->width == 16 ? "a transpose loaded in 16-byte vectors, lean tiles at least half full: run lean"
+                                                                 : "a transpose of 2^17 elements or more loaded an element of 2 bytes or more at a time, lean tiles at least half full: run lean")
+                                               : "run ATen's copy");
+    }
+    return *c;
+  }
+  Choice c = table_choice(plan, device, explain);
+  if (auto split = chained_split(plan, c, device)) {
+    if (explain) {
+      split->key = c.key;
+      split->reason = c.reason + "; the split kernel's sides chain into 16-byte vectors, a width the table never timed it at, and fill its tiles: run split";
+    }
+    return *split;
+  }
+  return c;
 }
 
 }  // namespace cute_transpose

@@ -229,6 +229,62 @@ def test_tile_needs_tiles_more_than_a_quarter_full():
     assert json.loads(torch.ops.cute_transpose._explain(x, [2, 0, 4, 1, 5, 3], 90, ""))["kernel"] == "split"
 
 
+# The split kernel's sides whose two dims chain where its vectors run (split_width, choose.cpp:
+# m's dims on the output, n's on the input) move in vectors that cross from one inner index to
+# the next. (shape, dims, the vector width in bytes for elements of 1, 2, 4, 8 and 16 bytes.)
+CHAINED_SPLIT_CASES = [
+    ((4, 5, 2, 3, 8, 112), (1, 5, 0, 4, 2, 3), (16, 16, 16, 16, 16)),  # m = (6 x 8): output runs of 48
+    ((8, 10, 8, 11, 104), (1, 4, 2, 3, 0), (4, 16, 16, 16, 16)),        # m = (8 x 88), input stride 104
+    ((3, 3, 40, 4, 24), (4, 3, 0, 1, 2), (4, 16, 16, 16, 16)),          # n = (24 x 4): input runs of 96
+    ((4, 5, 52, 212), (3, 0, 2, 1), (4, 4, 16, 16, 16)),                # m = (5 x 52), input stride 212
+    ((5, 7, 6, 50), (3, 0, 2, 1), (1, 4, 4, 16, 16)),                   # m = (7 x 6): 42, no whole 16-byte vectors
+]
+
+
+def chained_id(case):
+    return f"{'x'.join(map(str, case[0]))}-{''.join(map(str, case[1]))}"
+
+
+@pytest.mark.parametrize("case", CHAINED_SPLIT_CASES, ids=chained_id)
+def test_split_sides_that_chain_take_vectors_across_their_inner_dim(case):
+    shape, dims, widths = case
+    for dtype, width in zip(ONE_PER_SIZE, widths):
+        x = torch.empty(shape, dtype=dtype, device="meta")
+        config = cute_transpose.explain(x, dims, kernel="split")["cuda"]["config"]
+        assert config.endswith(f", {width}-byte vectors"), (dtype, config)
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", ONE_PER_SIZE, ids=dtype_id)
+@pytest.mark.parametrize("view", ["contiguous", "offset", "sliced"])
+@pytest.mark.parametrize("case", CHAINED_SPLIT_CASES, ids=chained_id)
+def test_split_with_chained_sides_writes_every_element(case, view, dtype):
+    shape, dims, _ = case
+    x = view_of(view, shape, dtype, "cuda")
+    ref = reference(x, dims)
+    out = run_poisoned(lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), "split"), x, ref.shape)
+    assert_bits_equal(out, ref)
+
+
+# Where the chained sides give split 16-byte vectors that the tuning tables never timed it at,
+# it runs instead of the table's pick if its tiles are at least half full (elements up to 4
+# bytes) or 90% full (8 bytes), and the input is not broadcast (choose.cpp, chained_split).
+@pytest.mark.parametrize("make, dims, runs_split", [
+    (lambda: torch.empty(41, 20, 2, 3, 24, 112, device="meta")[1:], (1, 5, 0, 4, 2, 3), True),  # tiles full
+    (lambda: torch.empty(63, 78, 2, 950, 10, dtype=torch.float64, device="meta"), (4, 3, 2, 1, 0), True),  # 99%
+    (lambda: torch.empty(4284, 7, 4, 19, dtype=torch.float64, device="meta"), (3, 2, 0, 1), False),  # 59%
+    (lambda: torch.empty(8, 3, 168672, 15, device="meta"), (2, 1, 3, 0), False),  # m = 24 of 64: 38%
+    (lambda: torch.empty(40, 1, 2, 3, 24, 112, device="meta").expand(40, 20, 2, 3, 24, 112), (1, 5, 0, 4, 2, 3),
+     False),  # broadcast
+])
+def test_split_runs_where_its_sides_chain_into_16_byte_vectors_and_fill_its_tiles(make, dims, runs_split):
+    x = make()
+    assert cute_transpose.explain(x, dims, kernel="split")["cuda"]["config"].endswith(", 16-byte vectors")
+    info = cute_transpose.explain(x, dims)["cuda"]
+    assert (info["kernel"] == "split") == runs_split, info
+    assert ("sides chain" in info["reason"]) == runs_split, info["reason"]
+
+
 def test_only_aten_runs_on_the_cpu():
     x = random_tensor((5, 7), torch.float32)
     assert_bits_equal(torch.ops.cute_transpose._permute_with(x, [1, 0], "aten"), reference(x, (1, 0)))
