@@ -268,7 +268,8 @@ def test_split_with_chained_sides_writes_every_element(case, view, dtype):
 
 # Where the chained sides give split 16-byte vectors that the tuning tables never timed it at,
 # it runs instead of the table's pick if its tiles are at least half full (elements up to 4
-# bytes) or 90% full (8 bytes), and the input is not broadcast (choose.cpp, chained_split).
+# bytes) or 90% full (8 bytes), the input is not broadcast and the pick is not the lean kernel
+# (choose.cpp, chained_split).
 @pytest.mark.parametrize("make, dims, runs_split", [
     (lambda: torch.empty(41, 20, 2, 3, 24, 112, device="meta")[1:], (1, 5, 0, 4, 2, 3), True),  # tiles full
     (lambda: torch.empty(63, 78, 2, 950, 10, dtype=torch.float64, device="meta"), (4, 3, 2, 1, 0), True),  # 99%
@@ -276,6 +277,7 @@ def test_split_with_chained_sides_writes_every_element(case, view, dtype):
     (lambda: torch.empty(8, 3, 168672, 15, device="meta"), (2, 1, 3, 0), False),  # m = 24 of 64: 38%
     (lambda: torch.empty(40, 1, 2, 3, 24, 112, device="meta").expand(40, 20, 2, 3, 24, 112), (1, 5, 0, 4, 2, 3),
      False),  # broadcast
+    (lambda: torch.empty(17, 95, 73, 8, 64, device="meta"), (2, 1, 4, 3, 0), False),  # 70% full, lean's pick
 ])
 def test_split_runs_where_its_sides_chain_into_16_byte_vectors_and_fill_its_tiles(make, dims, runs_split):
     x = make()
