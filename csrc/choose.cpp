@@ -420,6 +420,12 @@ int split_width(SplitProblem const& s, bool chain = true) {
   return 0;
 }
 
+// How full the split kernel's square tiles of `width`-byte vectors are, over its two-dim sides.
+double split_fill(SplitProblem const& s, int width) {
+  Problem const& p = s.problem;
+  return tile_fill(p.rows * s.m.size, p.cols * s.n.size, tile_dims(p.element_size, width, TileShape::Square));
+}
+
 //
 // Box: which dims form the box, and how each side reads it.
 //
@@ -1106,8 +1112,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
       if (!(c.split = split_short_sides(p))) return *why = "no short side, or no dim to add to it", std::nullopt;
       if (!(c.width = split_width(*c.split))) return *why = "m or n is not unit-stride", std::nullopt;
-      if (tile_fill(p.rows * c.split->m.size, p.cols * c.split->n.size,
-                    tile_dims(p.element_size, c.width, TileShape::Square)) < kMinTileFill)
+      if (split_fill(*c.split, c.width) < kMinTileFill)
         return *why = "its tiles would be less than a quarter full", std::nullopt;
       return c;
     }
@@ -1244,10 +1249,7 @@ std::optional<Choice> chained_split(Plan const& plan, Choice const& pick, Device
     return std::nullopt;
   std::optional<Choice> split = force(plan, Kernel::Split, device, nullptr);
   if (!split || split->width != 16 || split_width(*split->split, false) == 16) return std::nullopt;
-  Problem const& p = split->split->problem;
-  double const fill = tile_fill(p.rows * split->split->m.size, p.cols * split->split->n.size,
-                                tile_dims(p.element_size, 16, TileShape::Square));
-  return fill >= (p.element_size <= 4 ? 0.5 : 0.9) ? split : std::nullopt;
+  return split_fill(*split->split, 16) >= (plan.element_size <= 4 ? 0.5 : 0.9) ? split : std::nullopt;
 }
 
 // The tuning table's pick for the plan's class (or the fixed rule's, where no table covers
