@@ -1231,9 +1231,9 @@ bool offered(Choice const& c, std::string* why) {
 
 // Where the split kernel's sides chain (split_width), it moves 16-byte vectors on shapes that
 // the tuning tables timed it on one element or 4 bytes at a time, so their rankings put it
-// last. There it runs instead of the table's pick when it fills its tiles -- half full for
-// elements of up to 4 bytes (vectors of 4 or more), 90% for 8-byte ones (vectors of 2) -- on
-// an input with no broadcast dim, unless the pick is the lean kernel. Measured on an H200
+// last. There it runs instead of the table's pick when it fills its tiles at least half
+// (kChainedSplitFill; 90% for 8-byte elements, vectors of 2, that the table gives to gather),
+// on an input with no broadcast dim, unless the pick is the lean kernel. Measured on an H200
 // (docs/PERFORMANCE.md, "Split sides that chain"):
 // - over the 436 shapes of the committed results whose split width chaining widens, the rule
 //   takes 90: split ran faster than the table's pick on 89 (geomean 2.22 x), 0.99 x on one;
@@ -1243,13 +1243,54 @@ bool offered(Choice const& c, std::string* why) {
 // - where the table picks lean (30 shapes of the two sets; left out after the second), split
 //   ran faster on 22 but as low as 0.76 x; broadcast inputs (expanded views, where gather's
 //   reads of a small footprint won 15 of 53 against split) and emptier tiles (float32 (8, 3,
-//   168672, 15) permuted (2, 1, 3, 0), tiles 38% full: split 0.52, gather 0.92) keep the pick.
+//   168672, 15) permuted (2, 1, 3, 0), tiles 38% full: split 0.52, gather 0.92) keep the pick;
+// - 8-byte elements with tiles 50-90% full, first held at 90%: on a grid drawn afresh (seed
+//   20261129, 80 shapes) split ran 1.23 x the pick, but 1.04 x where that was gather (5 of 12
+//   more than 5% slower); without gather's, on another (seed 20261130, 187 shapes) 1.42 x,
+//   faster on 150, more than 5% slower on 17 (down to 0.75 x), 1.62 x ATen's copy.
+constexpr double kChainedSplitFill = 0.5, kChainedSplitFullFill = 0.9;
+
 std::optional<Choice> chained_split(Plan const& plan, Choice const& pick, Device const& device) {
   if (pick.kernel == Kernel::Split || pick.kernel == Kernel::Lean || plan.element_size > 8 || broadcast_input(plan))
     return std::nullopt;
   std::optional<Choice> split = force(plan, Kernel::Split, device, nullptr);
   if (!split || split->width != 16 || split_width(*split->split, false) == 16) return std::nullopt;
-  return split_fill(*split->split, 16) >= (plan.element_size <= 4 ? 0.5 : 0.9) ? split : std::nullopt;
+  double const fill = plan.element_size == 8 && pick.kernel == Kernel::Gather ? kChainedSplitFullFill : kChainedSplitFill;
+  return split_fill(*split->split, 16) >= fill ? split : std::nullopt;
+}
+
+// The bytes a broadcast input holds: its element size times the sizes of the dims it does
+// not read with stride 0.
+int64_t distinct_input_bytes(Plan const& plan) {
+  int64_t bytes = plan.element_size;
+  for (int i = 0; i < plan.rank; ++i)
+    if (plan.dims[i].in != 0) bytes *= plan.dims[i].size;
+  return bytes;
+}
+
+// A broadcast input of elements up to 4 bytes whose distinct bytes fit in kGatherFootprint
+// (a fraction of one SM's L1) runs `gather` where the table picks ATen's copy: loads hit the cache,
+// and gather's 16-byte stores (ATen's copy stores one element at a time) set the pace. The
+// broadcast classes pool such inputs with ones of megabytes, where the two kernels trade wins,
+// so their rankings keep ATen's copy. Over the tuning grids' broadcast transposes beyond small
+// work that the table runs on ATen's copy (the rule's footprint and element size chosen there),
+// the 52 shapes under 64 KiB ran gather at 1.27 x ATen's copy (geomean), 3 more than 5% slower;
+// from 64 KiB to 256 KiB, 30 shapes at 1.15 x with 7 slower. Measured on an H200 (docs/
+// PERFORMANCE.md, "Broadcast inputs that fit in the cache"): on two grids drawn afresh (seeds
+// 20261129-30, one or two expanded dims, 2^20-2^27 elements), the rule takes 183 shapes: gather
+// 0.946 of clone against ATen's copy's 0.655 (1.44 x), faster on 176, more than 5% slower on 3
+// (the worst bfloat16 (196440, 7, 3) expanded in dim 0, permuted (0, 2, 1): 0.83 x). Beyond 64
+// KiB, 96 shapes: 1.17 x, 22 slower (down to 0.45 x). 8-byte plans (elements the planner
+// merged) of small footprints ran gather at 1.88 x over 27 shapes there but 0.92 x over the
+// tuning grids' 89 (58 more than 5% slower), and stay on the table's pick.
+constexpr int64_t kGatherFootprint = int64_t(64) << 10;
+
+std::optional<Choice> broadcast_gather(Plan const& plan, Choice const& pick, Device const& device) {
+  if (pick.kernel != Kernel::Aten || plan.copy_route() || plan.element_size > 4 || !broadcast_input(plan) ||
+      distinct_input_bytes(plan) > kGatherFootprint)
+    return std::nullopt;
+  std::optional<Choice> gather = force(plan, Kernel::Gather, device, nullptr);
+  return gather && offered(*gather, nullptr) ? gather : std::nullopt;
 }
 
 // The tuning table's pick for the plan's class (or the fixed rule's, where no table covers
@@ -1334,6 +1375,14 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
       split->reason = c.reason + "; the split kernel's sides chain into 16-byte vectors, a width the table never timed it at, and fill its tiles: run split";
     }
     return *split;
+  }
+  if (auto gather = broadcast_gather(plan, c, device)) {
+    if (explain) {
+      gather->key = c.key;
+      gather->reason = c.reason + "; a broadcast input of " + std::to_string(distinct_input_bytes(plan)) +
+                       " bytes, whose every load hits the cache: run gather";
+    }
+    return *gather;
   }
   return c;
 }

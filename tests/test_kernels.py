@@ -267,13 +267,14 @@ def test_split_with_chained_sides_writes_every_element(case, view, dtype):
 
 
 # Where the chained sides give split 16-byte vectors that the tuning tables never timed it at,
-# it runs instead of the table's pick if its tiles are at least half full (elements up to 4
-# bytes) or 90% full (8 bytes), the input is not broadcast and the pick is not the lean kernel
-# (choose.cpp, chained_split).
+# it runs instead of the table's pick if its tiles are at least half full (90% full for 8-byte
+# elements the table gives to gather), the input is not broadcast and the pick is not the lean
+# kernel (choose.cpp, chained_split).
 @pytest.mark.parametrize("make, dims, runs_split", [
     (lambda: torch.empty(41, 20, 2, 3, 24, 112, device="meta")[1:], (1, 5, 0, 4, 2, 3), True),  # tiles full
     (lambda: torch.empty(63, 78, 2, 950, 10, dtype=torch.float64, device="meta"), (4, 3, 2, 1, 0), True),  # 99%
-    (lambda: torch.empty(4284, 7, 4, 19, dtype=torch.float64, device="meta"), (3, 2, 0, 1), False),  # 59%
+    (lambda: torch.empty(4284, 7, 4, 19, dtype=torch.float64, device="meta"), (3, 2, 0, 1), True),  # 59%, over tile
+    (lambda: torch.empty(6, 6, 1300, 5, 71, dtype=torch.float64, device="meta"), (2, 3, 0, 4, 1), False),  # gather's
     (lambda: torch.empty(8, 3, 168672, 15, device="meta"), (2, 1, 3, 0), False),  # m = 24 of 64: 38%
     (lambda: torch.empty(40, 1, 2, 3, 24, 112, device="meta").expand(40, 20, 2, 3, 24, 112), (1, 5, 0, 4, 2, 3),
      False),  # broadcast
@@ -285,6 +286,45 @@ def test_split_runs_where_its_sides_chain_into_16_byte_vectors_and_fill_its_tile
     info = cute_transpose.explain(x, dims)["cuda"]
     assert (info["kernel"] == "split") == runs_split, info
     assert ("sides chain" in info["reason"]) == runs_split, info["reason"]
+
+
+# A broadcast input whose distinct bytes fit in 64 KiB, of elements up to 4 bytes, runs gather
+# where the table picks ATen's copy (choose.cpp, broadcast_gather): every load hits the cache
+# and gather's 16-byte stores set the pace. Sizes are the smallest beyond small work (2^20).
+BROADCAST_GATHER_CASES = [  # (kept shape, expanded shape, dims, dtype, runs gather)
+    ((1, 34), (40000, 34), (1, 0), torch.uint8, True),                    # 34 bytes
+    ((1, 188, 5), (1200, 188, 5), (2, 0, 1), torch.float32, True),         # 3760 bytes
+    ((53, 476, 1), (53, 476, 48), (1, 2, 0), torch.uint8, True),           # 25228 bytes
+    ((7, 1, 3), (7, 60000, 3), (1, 2, 0), torch.float16, True),            # 42 bytes
+    ((1, 99318), (27, 99318), (1, 0), torch.float16, False),               # 198636 bytes
+    ((3783, 19, 1), (3783, 19, 20), (2, 1, 0), torch.uint8, False),        # 71877 bytes
+    ((2, 2, 1), (2, 2, 300000), (0, 2, 1), torch.float32, False),          # merged into 8-byte elements
+    ((1, 4), (2**17, 4), (1, 0), torch.bfloat16, False),                   # small work
+    ((6, 1, 5), (6, 60000, 5), (1, 0, 2), torch.float32, False),           # the copy route
+]
+
+
+def broadcast_id(case):
+    return f"{'x'.join(map(str, case[1]))}-{''.join(map(str, case[2]))}-{dtype_id(case[3])}"
+
+
+@pytest.mark.parametrize("case", BROADCAST_GATHER_CASES, ids=broadcast_id)
+def test_gather_runs_broadcast_inputs_whose_bytes_fit_the_cache(case):
+    kept, shape, dims, dtype, runs_gather = case
+    x = torch.empty(kept, dtype=dtype, device="meta").expand(shape)
+    info = cute_transpose.explain(x, dims)["cuda"]
+    assert (info["kernel"] == "gather") == runs_gather, info
+    assert ("a broadcast input of" in info["reason"]) == runs_gather, info["reason"]
+
+
+@needs_cuda
+@pytest.mark.parametrize("case", [c for c in BROADCAST_GATHER_CASES if c[4]], ids=broadcast_id)
+def test_broadcast_inputs_that_run_gather_write_every_element(case):
+    kept, shape, dims, dtype, _ = case
+    x = random_tensor(kept, dtype, "cuda").expand(shape)
+    ref = reference(x, dims)
+    out = run_poisoned(lambda t: torch.ops.cute_transpose.permute(t, list(dims)), x, ref.shape)
+    assert_bits_equal(out, ref)
 
 
 def test_only_aten_runs_on_the_cpu():
