@@ -1268,25 +1268,34 @@ int64_t distinct_input_bytes(Plan const& plan) {
   return bytes;
 }
 
-// A broadcast input of elements up to 4 bytes whose distinct bytes fit in kGatherFootprint
-// (a fraction of one SM's L1) runs `gather` where the table picks ATen's copy: loads hit the cache,
-// and gather's 16-byte stores (ATen's copy stores one element at a time) set the pace. The
-// broadcast classes pool such inputs with ones of megabytes, where the two kernels trade wins,
-// so their rankings keep ATen's copy. Over the tuning grids' broadcast transposes beyond small
-// work that the table runs on ATen's copy (the rule's footprint and element size chosen there),
-// the 52 shapes under 64 KiB ran gather at 1.27 x ATen's copy (geomean), 3 more than 5% slower;
-// from 64 KiB to 256 KiB, 30 shapes at 1.15 x with 7 slower. Measured on an H200 (docs/
-// PERFORMANCE.md, "Broadcast inputs that fit in the cache"): on two grids drawn afresh (seeds
-// 20261129-30, one or two expanded dims, 2^20-2^27 elements), the rule takes 183 shapes: gather
-// 0.946 of clone against ATen's copy's 0.655 (1.44 x), faster on 176, more than 5% slower on 3
-// (the worst bfloat16 (196440, 7, 3) expanded in dim 0, permuted (0, 2, 1): 0.83 x). Beyond 64
-// KiB, 96 shapes: 1.17 x, 22 slower (down to 0.45 x). 8-byte plans (elements the planner
-// merged) of small footprints ran gather at 1.88 x over 27 shapes there but 0.92 x over the
-// tuning grids' 89 (58 more than 5% slower), and stay on the table's pick.
+// A broadcast input of a dtype of up to 4 bytes whose distinct bytes fit in kGatherFootprint
+// (a fraction of one SM's L1) runs `gather` where the table picks ATen's copy: loads hit the
+// cache, and gather's 16-byte stores (ATen's copy stores one element of the dtype at a time)
+// set the pace. The broadcast classes pool such inputs with ones of megabytes, where the two
+// kernels trade wins, so their rankings keep ATen's copy. Over the tuning grids' broadcast
+// transposes beyond small work that the table runs on ATen's copy, the 52 shapes of 1-4-byte
+// elements under 64 KiB ran gather at 1.27 x ATen's copy (geomean), 3 more than 5% slower;
+// from 64 KiB to 256 KiB, 30 shapes at 1.15 x with 7 slower; 8- and 16-byte dtypes under 64
+// KiB, whose stores ATen's copy already makes 8 or 16 bytes wide, 0.92 x and 0.76 x (160
+// shapes, 119 slower). Measured on an H200 (docs/PERFORMANCE.md, "Broadcast inputs that fit in
+// the cache"), on grids drawn afresh (one or two expanded dims, 2^20-2^27 elements):
+// - seeds 20261129-30: the rule takes 210 shapes, gather 1.01 of clone against ATen's copy's
+//   0.67 (1.49 x), faster on 203, more than 5% slower on 3 (the worst bfloat16 (196440, 7, 3)
+//   expanded in dim 0, permuted (0, 2, 1): 0.83 x); beyond 64 KiB, 96 shapes of 1-4-byte plan
+//   elements ran it at 1.17 x, 22 slower (down to 0.45 x);
+// - the rule first asked for plan elements of up to 4 bytes; it was widened to the dtype's
+//   size for the 27 shapes of those grids whose 1-4-byte dtypes the planner merges into 8- or
+//   16-byte elements (1.88 x, none slower), and checked on a grid of such shapes alone (seed
+//   20261131): 80 shapes at 2.18 x (1.47 of clone against 0.67), none under 1.11 x.
 constexpr int64_t kGatherFootprint = int64_t(64) << 10;
 
+// The tensor's own element size; the plan's is wider where the planner merged an innermost dim.
+int64_t tensor_element_size(Plan const& plan) {
+  return plan.elements > 0 ? plan.element_size * plan.numel() / plan.elements : plan.element_size;
+}
+
 std::optional<Choice> broadcast_gather(Plan const& plan, Choice const& pick, Device const& device) {
-  if (pick.kernel != Kernel::Aten || plan.copy_route() || plan.element_size > 4 || !broadcast_input(plan) ||
+  if (pick.kernel != Kernel::Aten || plan.copy_route() || tensor_element_size(plan) > 4 || !broadcast_input(plan) ||
       distinct_input_bytes(plan) > kGatherFootprint)
     return std::nullopt;
   std::optional<Choice> gather = force(plan, Kernel::Gather, device, nullptr);

@@ -288,9 +288,9 @@ def test_split_runs_where_its_sides_chain_into_16_byte_vectors_and_fill_its_tile
     assert ("sides chain" in info["reason"]) == runs_split, info["reason"]
 
 
-# A broadcast input whose distinct bytes fit in 64 KiB, of elements up to 4 bytes, runs gather
+# A broadcast input whose distinct bytes fit in 64 KiB, of a dtype of up to 4 bytes, runs gather
 # where the table picks ATen's copy (choose.cpp, broadcast_gather): every load hits the cache
-# and gather's 16-byte stores set the pace. Sizes are the smallest beyond small work (2^20).
+# and gather's 16-byte stores set the pace. Sizes are just beyond small work (2^20).
 BROADCAST_GATHER_CASES = [  # (kept shape, expanded shape, dims, dtype, runs gather)
     ((1, 34), (40000, 34), (1, 0), torch.uint8, True),                    # 34 bytes
     ((1, 188, 5), (1200, 188, 5), (2, 0, 1), torch.float32, True),         # 3760 bytes
@@ -298,7 +298,8 @@ BROADCAST_GATHER_CASES = [  # (kept shape, expanded shape, dims, dtype, runs gat
     ((7, 1, 3), (7, 60000, 3), (1, 2, 0), torch.float16, True),            # 42 bytes
     ((1, 99318), (27, 99318), (1, 0), torch.float16, False),               # 198636 bytes
     ((3783, 19, 1), (3783, 19, 20), (2, 1, 0), torch.uint8, False),        # 71877 bytes
-    ((2, 2, 1), (2, 2, 300000), (0, 2, 1), torch.float32, False),          # merged into 8-byte elements
+    ((2, 2, 1), (2, 2, 300000), (0, 2, 1), torch.float32, True),           # merged into 8-byte elements
+    ((1, 7, 3), (60000, 7, 3), (0, 2, 1), torch.float64, False),           # 8-byte dtype
     ((1, 4), (2**17, 4), (1, 0), torch.bfloat16, False),                   # small work
     ((6, 1, 5), (6, 60000, 5), (1, 0, 2), torch.float32, False),           # the copy route
 ]
