@@ -241,12 +241,26 @@ CHAINED_SPLIT_CASES = [
 ]
 
 
+# The split kernel walks a side from vector to vector by adding, carrying into the side's outer
+# dim when the inner one runs out (split_transpose.cu, Side::advance). Inner dims of 2, 3 and 7
+# against steps of 1-8 rows or blocks, in one-element, 4-byte and 16-byte vectors (the widths
+# of elements of 1, 2, 4, 8 and 16 bytes, in order), with tiles cut short at the edges.
+SPLIT_STEP_CASES = [
+    ((64, 50, 2, 3), (1, 3, 0, 2), (1, 2, 4, 8, 16)),     # m = (2 x 64), n = (3 x 50)
+    ((64, 50, 2, 4), (1, 3, 0, 2), (4, 4, 16, 16, 16)),   # n = (4 x 50)
+    ((37, 45, 3, 5), (1, 3, 0, 2), (1, 2, 4, 8, 16)),     # m = (3 x 37), n = (5 x 45)
+    ((131, 45, 2, 8), (1, 3, 0, 2), (1, 4, 4, 16, 16)),   # m = (2 x 131)
+    ((70, 3, 3, 70, 2), (1, 3, 4, 0, 2), (1, 4, 4, 16, 16)),  # m = (3 x 70), a batch dim
+    ((200, 33, 7, 3), (1, 3, 0, 2), (1, 2, 4, 8, 16)),    # m = (7 x 200), n = (3 x 33)
+]
+
+
 def chained_id(case):
     return f"{'x'.join(map(str, case[0]))}-{''.join(map(str, case[1]))}"
 
 
-@pytest.mark.parametrize("case", CHAINED_SPLIT_CASES, ids=chained_id)
-def test_split_sides_that_chain_take_vectors_across_their_inner_dim(case):
+@pytest.mark.parametrize("case", CHAINED_SPLIT_CASES + SPLIT_STEP_CASES, ids=chained_id)
+def test_split_sides_take_the_widest_vectors_that_stay_inside_their_runs(case):
     shape, dims, widths = case
     for dtype, width in zip(ONE_PER_SIZE, widths):
         x = torch.empty(shape, dtype=dtype, device="meta")
@@ -254,11 +268,14 @@ def test_split_sides_that_chain_take_vectors_across_their_inner_dim(case):
         assert config.endswith(f", {width}-byte vectors"), (dtype, config)
 
 
+SPLIT_WRITE_CASES = [(case, view) for case in CHAINED_SPLIT_CASES for view in ("contiguous", "offset", "sliced")] + [
+    (case, view) for case in SPLIT_STEP_CASES for view in ("contiguous", "offset")]
+
+
 @needs_cuda
 @pytest.mark.parametrize("dtype", ONE_PER_SIZE, ids=dtype_id)
-@pytest.mark.parametrize("view", ["contiguous", "offset", "sliced"])
-@pytest.mark.parametrize("case", CHAINED_SPLIT_CASES, ids=chained_id)
-def test_split_with_chained_sides_writes_every_element(case, view, dtype):
+@pytest.mark.parametrize("case, view", SPLIT_WRITE_CASES, ids=lambda v: v if isinstance(v, str) else chained_id(v))
+def test_split_writes_every_element(case, view, dtype):
     shape, dims, _ = case
     x = view_of(view, shape, dtype, "cuda")
     ref = reference(x, dims)

@@ -6,7 +6,8 @@
 //
 // The tile's journey is the `transpose` op's (vector_tile.cuh): vectors of n into the swizzled
 // shared tile, V x V register transposes, vectors of m out. Only the global addresses differ: a
-// side index splits into its two dims with a precomputed divider, once per vector.
+// thread splits its first index on each side into the two dims with a precomputed divider, once
+// per tile, and steps from vector to vector by adding, carrying into the outer dim.
 #include <cutlass/fast_math.h>
 
 #include "tile_transpose.cuh"
@@ -26,18 +27,64 @@ struct Side {
       : inner(uint64_t(size)), extent(size * o.size), inner_in(in_stride), inner_out(out_stride),
         outer_in(o.in_stride), outer_out(o.out_stride) {}
 
-  CUTE_DEVICE Offsets operator()(int64_t i) const {
+  // A place i on the side: lo = i % inner, and i's offsets.
+  struct Cursor {
+    int64_t lo;
+    Offsets at;
+  };
+  // A fixed stride along the side, split the same way: `lo` added to lo, `by` to the offsets.
+  struct Step {
+    int64_t lo;
+    Offsets by;
+  };
+
+  CUTE_DEVICE Offsets offsets(int64_t lo, int64_t hi) const {
+    return {lo * inner_in + hi * outer_in, lo * inner_out + hi * outer_out};
+  }
+  CUTE_DEVICE Cursor at(int64_t i) const {  // one division
     uint64_t lo;
     int64_t const hi = int64_t(inner.divmod(lo, uint64_t(i)));
-    return {int64_t(lo) * inner_in + hi * outer_in, int64_t(lo) * inner_out + hi * outer_out};
+    return {int64_t(lo), offsets(int64_t(lo), hi)};
+  }
+  CUTE_DEVICE Step step(int64_t d) const {  // one division, once per kernel
+    Cursor const c = at(d);
+    return {c.lo, c.at};
+  }
+  // Moves c forward by the step, without dividing: when lo passes inner, it carries into hi.
+  CUTE_DEVICE void advance(Cursor& c, Step const& s) const {
+    c.lo += s.lo;
+    c.at.in += s.by.in;
+    c.at.out += s.by.out;
+    if (c.lo >= int64_t(inner.divisor)) {
+      c.lo -= int64_t(inner.divisor);
+      c.at.in += outer_in - int64_t(inner.divisor) * inner_in;
+      c.at.out += outer_out - int64_t(inner.divisor) * inner_out;
+    }
   }
 };
 
+// A thread's addresses cost one division per side and tile; between its vectors it steps a
+// cursor (Side::advance). With a division for every vector instead, one-element and 4-byte
+// vectors took 128-238 registers, one block of 256 threads per SM: 0.2-0.3 of clone on
+// MaxViT-like windows. The cap keeps at least as many blocks per SM as that kernel had where it
+// had more than three (16-byte elements: 48 registers then, five blocks; 2-byte elements in
+// 16-byte vectors: 64, four), three other blocks of 256 threads (80 registers, no spills), and
+// eight of the 64 threads that move 1-byte elements in 16-byte vectors (at 80 they spilled).
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::kThreads) split_transpose(Problem p, Side m, Side n) {
+constexpr int split_min_blocks() {
+  constexpr int E = sizeof(typename Cfg::T);
+  if (E == 16) return 5;
+  if (E == 2 && Cfg::V * E == 16) return 4;
+  return Cfg::kThreads >= 256 ? 768 / Cfg::kThreads : 512 / Cfg::kThreads;
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, split_min_blocks<Cfg>()) split_transpose(Problem p, Side m, Side n) {
   using T = typename Cfg::T;
   using Vec = typename Cfg::Vec;
   constexpr int V = Cfg::V;
+  constexpr int kRowStep = Cfg::kThreads / Cfg::CN;  // phase 1: rows between a thread's vectors
+  constexpr int kBlockStep = Cfg::kThreads / Cfg::CM;  // phase 2: V x V blocks between a thread's
   T const* src = static_cast<T const*>(p.src);
   T* dst = static_cast<T*>(p.dst);
   Tensor sTile = make_tensor(make_smem_ptr(shared_tile<Vec, Cfg::BM * Cfg::CN, 128>()),  // (BM,CN)
@@ -46,6 +93,8 @@ __global__ void __launch_bounds__(Cfg::kThreads) split_transpose(Problem p, Side
   Tensor tIn_c = local_partition(make_identity_tensor(Shape<Int<Cfg::BM>, Int<Cfg::CN>>{}),  // (BM/(T/CN),1)
                                  typename Cfg::LoadThreads{}, threadIdx.x);
   constexpr int kLoads = decltype(size(tIn_s))::value;  // a thread's vectors of a tile
+  Tensor tBlocks = thread_blocks<Cfg>();                // (1,CN/(T/CM)): this thread's V x V blocks
+  Side::Step const row_step = m.step(kRowStep), next_n = n.step(1), next_block = n.step((kBlockStep - 1) * V + 1);
 
   TileWalk walk(m.extent, n.extent, p.batch.count, Cfg::BM, Cfg::BN);
   for (int64_t t = blockIdx.x; t < walk.count; t += gridDim.x) {
@@ -53,23 +102,36 @@ __global__ void __launch_bounds__(Cfg::kThreads) split_transpose(Problem p, Side
     int64_t const m0 = tile.m * Cfg::BM, n0 = tile.n * Cfg::BN;  // the tile's first (m, n)
 
     //
-    // 1. global -> shared: this thread's column of vectors (one n, several m)
+    // 1. global -> shared: this thread's column of vectors (one n, rows kRowStep apart)
     //
     int64_t const col = n0 + get<1>(tIn_c(0)) * V;
-    int64_t const col_in = tile.at.in + n(col).in;
     auto const row = [&](int i) { return m0 + get<0>(tIn_c(i)); };
     auto const inside = [&](int i) { return row(i) < m.extent && col < n.extent; };
-    auto const load = [&](int i) { return *reinterpret_cast<Vec const*>(src + col_in + m(row(i)).in); };
+    Side::Cursor in_row = m.at(row(0));
+    int64_t const col_in = tile.at.in + n.at(col).at.in;
+    // Rows grow with i, so the loads run in order up to the first row outside the tile, and
+    // the cursor that each load moves on stays in step with i.
+    auto const load = [&](int i) {
+      Vec const v = *reinterpret_cast<Vec const*>(src + col_in + in_row.at.in);
+      m.advance(in_row, row_step);
+      return v;
+    };
     loads_then_stores<kLoads>(inside, load, [&](int i, Vec const& v) { tIn_s(i) = v; });  // loads first (tiling.cuh)
     __syncthreads();
 
     //
     // 2. shared -> registers -> transposed V x V blocks -> global, vectors of V consecutive m
     //
+    int64_t const row_v = m0 + get<0>(tBlocks(0)) * V;  // the first m of this thread's blocks (one block row)
+    int64_t const row_out = tile.at.out + m.at(row_v).at.out;
+    Side::Cursor out_n = n.at(n0 + get<1>(tBlocks(0)) * V);
+    // Stores come in the order of transpose_blocks: V consecutive n in a block, then the next
+    // block kBlockStep blocks on.
     transpose_blocks<Cfg>(sTile, [&](int tn, int tmv, Vec const& v) {
-      int64_t const row = m0 + tmv * V, c = n0 + tn;
-      if (row < m.extent && c < n.extent)
-        *reinterpret_cast<Vec*>(dst + tile.at.out + n(c).out + m(row).out) = v;
+      int64_t const c = n0 + tn;
+      if (m0 + tmv * V < m.extent && c < n.extent)
+        *reinterpret_cast<Vec*>(dst + row_out + out_n.at.out) = v;
+      n.advance(out_n, tn % V == V - 1 ? next_block : next_n);
     });
     __syncthreads();  // the next tile reuses sTile
   }

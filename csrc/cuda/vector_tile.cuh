@@ -166,16 +166,25 @@ CUTE_DEVICE void load_tile(Problem const& p, TileCoord const& tile, Dst&& dst) {
                  local_partition(cTile, LoadThreads{}, threadIdx.x), shape(cIn), tile.interior);
 }
 
+// This thread's V x V blocks of the tile, as (block_m, block_n) coordinates: one block row,
+// every (Threads/CM)-th block column.
+template <class Cfg>
+CUTE_DEVICE auto thread_blocks() {  // (1,CN/(T/CM))
+  using namespace cute;
+  return local_partition(make_identity_tensor(Shape<Int<Cfg::CM>, Int<Cfg::CN>>{}), typename Cfg::StoreThreads{},
+                         threadIdx.x);
+}
+
 // Phase 2: for each of this thread's V x V blocks of the shared tile sTile (BM,CN), transpose
 // it in registers and call store(n, mv, vector) for its V output vectors, where n is the output
-// row within the tile and mv the vector column (m / V) within the tile.
+// row within the tile and mv the vector column (m / V) within the tile. The calls
+// come in order: the blocks of thread_blocks in turn, and a block's V output rows (n) in turn.
 template <class Cfg, class STile, class Store>
 CUTE_DEVICE void transpose_blocks(STile const& sTile, Store&& store) {
   using namespace cute;
   constexpr int V = Cfg::V;
   using Vec = typename Cfg::Vec;
-  Tensor tBlocks = local_partition(make_identity_tensor(Shape<Int<Cfg::CM>, Int<Cfg::CN>>{}),  // (1,CN/(T/CM))
-                                   typename Cfg::StoreThreads{}, threadIdx.x);
+  Tensor tBlocks = thread_blocks<Cfg>();  // (1,CN/(T/CM))
   CUTE_UNROLL
   for (int i = 0; i < size(tBlocks); ++i) {
     int const block_m = get<0>(tBlocks(i)), block_n = get<1>(tBlocks(i));
