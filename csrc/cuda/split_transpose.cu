@@ -27,15 +27,11 @@ struct Side {
       : inner(uint64_t(size)), extent(size * o.size), inner_in(in_stride), inner_out(out_stride),
         outer_in(o.in_stride), outer_out(o.out_stride) {}
 
-  // A place i on the side: lo = i % inner, and i's offsets.
+  // A place i on the side: lo = i % inner, and i's offsets. The place of d also serves as a
+  // step of d along the side (the offsets are linear in the two dims).
   struct Cursor {
     int64_t lo;
     Offsets at;
-  };
-  // A fixed stride along the side, split the same way: `lo` added to lo, `by` to the offsets.
-  struct Step {
-    int64_t lo;
-    Offsets by;
   };
 
   CUTE_DEVICE Offsets offsets(int64_t lo, int64_t hi) const {
@@ -46,15 +42,12 @@ struct Side {
     int64_t const hi = int64_t(inner.divmod(lo, uint64_t(i)));
     return {int64_t(lo), offsets(int64_t(lo), hi)};
   }
-  CUTE_DEVICE Step step(int64_t d) const {  // one division, once per kernel
-    Cursor const c = at(d);
-    return {c.lo, c.at};
-  }
-  // Moves c forward by the step, without dividing: when lo passes inner, it carries into hi.
-  CUTE_DEVICE void advance(Cursor& c, Step const& s) const {
-    c.lo += s.lo;
-    c.at.in += s.by.in;
-    c.at.out += s.by.out;
+  // Moves c forward by step (the place at(d)), without dividing: when lo passes inner, it
+  // carries into hi.
+  CUTE_DEVICE void advance(Cursor& c, Cursor const& step) const {
+    c.lo += step.lo;
+    c.at.in += step.at.in;
+    c.at.out += step.at.out;
     if (c.lo >= int64_t(inner.divisor)) {
       c.lo -= int64_t(inner.divisor);
       c.at.in += outer_in - int64_t(inner.divisor) * inner_in;
@@ -94,7 +87,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, split_min_blocks<Cfg>()) split_
                                  typename Cfg::LoadThreads{}, threadIdx.x);
   constexpr int kLoads = decltype(size(tIn_s))::value;  // a thread's vectors of a tile
   Tensor tBlocks = thread_blocks<Cfg>();                // (1,CN/(T/CM)): this thread's V x V blocks
-  Side::Step const row_step = m.step(kRowStep), next_n = n.step(1), next_block = n.step((kBlockStep - 1) * V + 1);
+  Side::Cursor const row_step = m.at(kRowStep), next_n = n.at(1), next_block = n.at((kBlockStep - 1) * V + 1);
 
   TileWalk walk(m.extent, n.extent, p.batch.count, Cfg::BM, Cfg::BN);
   for (int64_t t = blockIdx.x; t < walk.count; t += gridDim.x) {
@@ -127,9 +120,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, split_min_blocks<Cfg>()) split_
     Side::Cursor out_n = n.at(n0 + get<1>(tBlocks(0)) * V);
     // Stores come in the order of transpose_blocks: V consecutive n in a block, then the next
     // block kBlockStep blocks on.
-    transpose_blocks<Cfg>(sTile, [&](int tn, int tmv, Vec const& v) {
+    transpose_blocks<Cfg>(sTile, [&](int tn, int, Vec const& v) {
       int64_t const c = n0 + tn;
-      if (m0 + tmv * V < m.extent && c < n.extent)
+      if (row_v < m.extent && c < n.extent)
         *reinterpret_cast<Vec*>(dst + row_out + out_n.at.out) = v;
       n.advance(out_n, tn % V == V - 1 ? next_block : next_n);
     });
