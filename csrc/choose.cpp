@@ -110,12 +110,22 @@ bool tile_too_empty(Problem const& p, int W, TileShape s) {
 // H100, `bench/tile_shapes.py`), this pick ran at 0.980 of the best of the five shapes (geomean;
 // 41 shapes under 0.95 of it), the least waste among square, tall and wide tiles at 0.957 (94),
 // and on the 11 TTC cells of m and n <= 608 at 0.9996 (0.863).
+// (`run`: the output's contiguous run along m, in elements, where it is shorter than m.)
 constexpr double kTileRunBytes = 1024;
-double shape_score(Problem const& p, TileDims t) {
-  double const run = double(std::min<int64_t>(t.bm, p.rows) * p.element_size);
-  return tile_fill(p.rows, p.cols, t) * std::sqrt(std::min(1.0, run / kTileRunBytes));
+double shape_score(Problem const& p, TileDims t, int64_t run = INT64_MAX) {
+  double const bytes = double(std::min({int64_t(t.bm), p.rows, run}) * p.element_size);
+  return tile_fill(p.rows, p.cols, t) * std::sqrt(std::min(1.0, bytes / kTileRunBytes));
 }
-double tile_shape_score(Problem const& p, int W, TileShape s) { return shape_score(p, tile_dims(p.element_size, W, s)); }
+double tile_shape_score(Problem const& p, int W, TileShape s, int64_t run = INT64_MAX) {
+  return shape_score(p, tile_dims(p.element_size, W, s), run);
+}
+template <class Shapes = decltype(kTileShapes)>
+TileShape best_scored_shape(Problem const& p, int W, int64_t run = INT64_MAX, Shapes const& shapes = kTileShapes) {
+  TileShape best = TileShape::Square;
+  for (TileShape s : shapes)
+    if (tile_shape_score(p, W, s, run) > tile_shape_score(p, W, best, run)) best = s;
+  return best;
+}
 // Square tiles at least 99% full stay square: on the benchmark's large matrices (4096^2 to
 // 32768^2), tall tiles ran 1- and 2-byte elements at 0.87-0.94 of clone, square ones 0.92-0.97;
 // on the random grids above, this exception changes the pick's share of the best by < 0.001.
@@ -179,13 +189,11 @@ bool large_threads_pay(Problem const& p, int W) {
 
 // (`large`: false leaves the Large configuration out.)
 TileShape tile_shape(Problem const& p, int W, bool large = true) {
-  TileShape best = TileShape::Square;
   bool const column = column_tile_fits(p, W);
-  if (!column && tile_fill(p.rows, p.cols, tile_dims(p.element_size, W, best)) >= kSquareFullFill)
-    return large && large_tile_pays(p, W) ? TileShape::Large : best;
+  if (!column && tile_fill(p.rows, p.cols, tile_dims(p.element_size, W, TileShape::Square)) >= kSquareFullFill)
+    return large && large_tile_pays(p, W) ? TileShape::Large : TileShape::Square;
   if (!column && large && large_threads_pay(p, W)) return TileShape::Large;
-  for (TileShape s : kTileShapes)
-    if (tile_shape_score(p, W, s) > tile_shape_score(p, W, best)) best = s;
+  TileShape best = best_scored_shape(p, W);
   if (column && tile_shape_score(p, W, TileShape::Column) > tile_shape_score(p, W, best)) best = TileShape::Column;
   return best;
 }
@@ -420,10 +428,30 @@ int split_width(SplitProblem const& s, bool chain = true) {
   return 0;
 }
 
-// How full the split kernel's square tiles of `width`-byte vectors are, over its two-dim sides.
-double split_fill(SplitProblem const& s, int width) {
-  Problem const& p = s.problem;
-  return tile_fill(p.rows * s.m.size, p.cols * s.n.size, tile_dims(p.element_size, width, TileShape::Square));
+// The matrix that the split kernel's tiles cover: m and n, each with its second dim.
+Problem split_seen(SplitProblem const& s) {
+  Problem seen = s.problem;
+  seen.rows *= s.m.size;
+  seen.cols *= s.n.size;
+  return seen;
+}
+
+// How full the split kernel's tiles of `width`-byte vectors and `shape` are.
+double split_fill(SplitProblem const& s, int width, TileShape shape) {
+  Problem const seen = split_seen(s);
+  return tile_fill(seen.rows, seen.cols, tile_dims(seen.element_size, width, shape));
+}
+
+// The split kernel's tile shape: of the shapes as large as the square tile (square, tall,
+// wide), the best by the Tile kernel's score (shape_score) over the matrix its tiles cover,
+// where the output's runs are m's inner dim (both dims of m where they chain). Square tiles at
+// least 99% full stay square.
+constexpr TileShape kSplitShapes[] = {TileShape::Square, TileShape::Tall, TileShape::Wide};
+TileShape split_shape(SplitProblem const& s, int width) {
+  Problem const seen = split_seen(s);
+  if (split_fill(s, width, TileShape::Square) >= kSquareFullFill) return TileShape::Square;
+  bool const m_chains = s.m.size > 1 && s.problem.out_row_stride == 1 && s.m.out_stride == s.problem.rows;
+  return best_scored_shape(seen, width, m_chains ? seen.rows : s.problem.rows, kSplitShapes);
 }
 
 //
@@ -1019,8 +1047,8 @@ std::string Choice::config() const {
     case Kernel::Tma: o << "TMA store, " << width << "-byte loads"; break;
     case Kernel::Pipelined: o << "TMA loads into a ring of shared-memory stages, 16-byte vector stores"; break;
     case Kernel::Split:
-      o << "square tiles of (" << problem->rows << " x " << split->m.size << ") by (" << problem->cols << " x "
-        << split->n.size << "), " << width << "-byte vectors";
+      o << tile_shape_name(shape) << " tiles of (" << problem->rows << " x " << split->m.size << ") by ("
+        << problem->cols << " x " << split->n.size << "), " << width << "-byte vectors";
       break;
     case Kernel::Padded:
       o << "the padded seed kernel, one element per access" << (problem->m_first ? ", m-tiles first" : "");
@@ -1112,8 +1140,15 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
       if (!(c.split = split_short_sides(p))) return *why = "no short side, or no dim to add to it", std::nullopt;
       if (!(c.width = split_width(*c.split))) return *why = "m or n is not unit-stride", std::nullopt;
-      if (split_fill(*c.split, c.width) < kMinTileFill)
-        return *why = "its tiles would be less than a quarter full", std::nullopt;
+      // Whether split runs is the square tile's to say, as the tuning tables timed it; then it
+      // takes its shape (split_shape). Split shapes that fill less than that still run by name.
+      c.shape = shape.value_or(TileShape::Square);
+      if (std::find(std::begin(kTileShapes), std::end(kTileShapes), c.shape) == std::end(kTileShapes))
+        return *why = std::string("the split kernel has no ") + tile_shape_name(c.shape) + " tile", std::nullopt;
+      if (split_fill(*c.split, c.width, c.shape) < kMinTileFill)
+        return *why = std::string("its ") + tile_shape_name(c.shape) + " tiles would be less than a quarter full",
+               std::nullopt;
+      if (!shape) c.shape = split_shape(*c.split, c.width);
       return c;
     }
     case Kernel::Padded:
@@ -1231,10 +1266,11 @@ bool offered(Choice const& c, std::string* why) {
 
 // Where the split kernel's sides chain (split_width), it moves 16-byte vectors on shapes that
 // the tuning tables timed it on one element or 4 bytes at a time, so their rankings put it
-// last. There it runs instead of the table's pick when it fills its tiles at least half
-// (kChainedSplitFill; 90% for 8-byte elements, vectors of 2, that the table gives to gather),
-// on an input with no broadcast dim, unless the pick is the lean kernel. Measured on an H200
-// (docs/PERFORMANCE.md, "Split sides that chain"):
+// last. There it runs instead of the table's pick when it fills the tiles it takes
+// (split_shape) at least half (kChainedSplitFill; 90% for 8-byte elements, vectors of 2, that
+// the table gives to gather), on an input with no broadcast dim, unless the pick is the lean
+// kernel. Measured on an H200 (docs/PERFORMANCE.md, "Split sides that chain", "Split tiles:
+// tall and wide"):
 // - over the 436 shapes of the committed results whose split width chaining widens, the rule
 //   takes 90: split ran faster than the table's pick on 89 (geomean 2.22 x), 0.99 x on one;
 // - over a grid drawn afresh (seed 20261128) of 96 shapes it takes: faster on 84 (geomean
@@ -1242,12 +1278,17 @@ bool offered(Choice const& c, std::string* why) {
 //   of clone against gather's 0.99;
 // - where the table picks lean (30 shapes of the two sets; left out after the second), split
 //   ran faster on 22 but as low as 0.76 x; broadcast inputs (expanded views, where gather's
-//   reads of a small footprint won 15 of 53 against split) and emptier tiles (float32 (8, 3,
-//   168672, 15) permuted (2, 1, 3, 0), tiles 38% full: split 0.52, gather 0.92) keep the pick;
+//   reads of a small footprint won 15 of 53 against split) keep the pick, and so did emptier
+//   square tiles (float32 (8, 3, 168672, 15) permuted (2, 1, 3, 0), 38% full: split 0.52,
+//   gather 0.92) until split took wide tiles there (below);
 // - 8-byte elements with tiles 50-90% full, first held at 90%: on a grid drawn afresh (seed
 //   20261129, 80 shapes) split ran 1.23 x the pick, but 1.04 x where that was gather (5 of 12
 //   more than 5% slower); without gather's, on another (seed 20261130, 187 shapes) 1.42 x,
-//   faster on 150, more than 5% slower on 17 (down to 0.75 x), 1.62 x ATen's copy.
+//   faster on 150, more than 5% slower on 17 (down to 0.75 x), 1.62 x ATen's copy;
+// - with tall or wide tiles where those fill better than square ones (split_shape), the rule
+//   takes 13 more shapes of the committed results (1.51 x the pick; behind on two: float64
+//   (27, 53, 10, 49, 64) permuted (4, 1, 0, 3, 2) 0.81 x gather, and the float32 (8, 3, 168672,
+//   15) above, in wide tiles 75% full, 0.96 x) and 8 of two fresh grids (3.04 x).
 constexpr double kChainedSplitFill = 0.5, kChainedSplitFullFill = 0.9;
 
 std::optional<Choice> chained_split(Plan const& plan, Choice const& pick, Device const& device) {
@@ -1256,7 +1297,7 @@ std::optional<Choice> chained_split(Plan const& plan, Choice const& pick, Device
   std::optional<Choice> split = force(plan, Kernel::Split, device, nullptr);
   if (!split || split->width != 16 || split_width(*split->split, false) == 16) return std::nullopt;
   double const fill = plan.element_size == 8 && pick.kernel == Kernel::Gather ? kChainedSplitFullFill : kChainedSplitFill;
-  return split_fill(*split->split, 16) >= fill ? split : std::nullopt;
+  return split_fill(*split->split, 16, split->shape) >= fill ? split : std::nullopt;
 }
 
 // The bytes a broadcast input holds: its element size times the sizes of the dims it does

@@ -51,7 +51,7 @@ struct Choice {
   Kernel kernel = Kernel::Aten;
   int width = 0;                      // Rows, Tile, Interleave, Tma, Gather, Lean (input side): vector bytes
   int out_width = 0;                  // Lean: the output side's vector bytes
-  TileShape shape = TileShape::Square;  // Tile, Lean
+  TileShape shape = TileShape::Square;  // Tile, Lean, Split
   int threads = 0;                    // Rows: the most threads a block of 16-byte vectors takes
   int channels = 0;                   // Interleave: the short side's length C
   bool pack = false;                  // Interleave: planes -> interleaved (true) or back
@@ -96,7 +96,8 @@ Choice choose(Plan const& plan, Device const& device, bool explain = false);
 
 // `kernel` for `plan`, or std::nullopt with the reason in *why_not when it cannot run it. The
 // seed ladder and _permute_with take this: the kernel runs any shape it can. `tile_shape`: the
-// Tile kernel in that tile shape instead of the chooser's (bench/tile_shapes.py measures them all).
+// Tile, Split or Lean kernel in that tile shape instead of the chooser's (bench/tile_shapes.py
+// measures the Tile kernel's).
 std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& device, std::string* why_not,
                             std::optional<TileShape> tile_shape = std::nullopt);
 

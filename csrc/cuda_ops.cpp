@@ -45,7 +45,7 @@ void execute(Choice const& c, at::Tensor const& x, at::IntArrayRef perm, at::Ten
     case Kernel::Box: C10_CUDA_CHECK(launch_box(*c.box, stream)); return;
     case Kernel::Tma: C10_CUDA_CHECK(launch_tma(*c.problem, c.width, stream)); return;
     case Kernel::Pipelined: C10_CUDA_CHECK(launch_pipelined(*c.problem, stream)); return;
-    case Kernel::Split: C10_CUDA_CHECK(launch_split(*c.split, c.width, stream)); return;
+    case Kernel::Split: C10_CUDA_CHECK(launch_split(*c.split, c.width, c.shape, stream)); return;
     case Kernel::Realign: C10_CUDA_CHECK(launch_realign(*c.problem, stream)); return;
     case Kernel::Gather: C10_CUDA_CHECK(launch_gather(*c.problem, c.width, stream)); return;
     case Kernel::Lean: C10_CUDA_CHECK(launch_lean(*c.problem, c.width, c.out_width, c.shape, stream)); return;
@@ -114,17 +114,18 @@ using CudaOps = PlanOps<RunCuda>;
 // One named candidate of the chooser, wherever it can run the permute (tests and tuning run it
 // also where the chooser would not offer it), or a clear error when it cannot. "tile/<shape>"
 // names the Tile kernel in one tile shape (square, tall, wide, narrow, short, large, column, small),
-// "lean/<shape>" the Lean kernel in one of its own (square, tall, wide, large).
+// "split/<shape>" the Split kernel in one of the first five, "lean/<shape>" the Lean kernel in
+// one of its own (square, tall, wide, large).
 at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::string_view name) {
   auto const perm = checked_permutation(x, dims, "_permute_with");
   std::string const full(name);
   auto const slash = full.find('/');
   auto const kernel = kernel_from_name(full.substr(0, slash));
   auto const shape = slash == std::string::npos ? std::nullopt : tile_shape_from_name(full.substr(slash + 1));
-  TORCH_CHECK(kernel && is_candidate(*kernel) && (slash == std::string::npos || ((*kernel == Kernel::Tile || *kernel == Kernel::Lean) && shape)),
+  TORCH_CHECK(kernel && is_candidate(*kernel) && (slash == std::string::npos || ((*kernel == Kernel::Tile || *kernel == Kernel::Lean || *kernel == Kernel::Split) && shape)),
               "cute_transpose._permute_with: unknown kernel '", name, "'; the candidates are ",
-              c10::Join(", ", candidate_names()), ", tile/<square|tall|wide|narrow|short|large|column|small> and ",
-              "lean/<square|tall|wide|large>");
+              c10::Join(", ", candidate_names()), ", tile/<square|tall|wide|narrow|short|large|column|small>, ",
+              "split/<square|tall|wide|narrow|short> and lean/<square|tall|wide|large>");
   at::Tensor out = new_result(x, perm);
   if (out.numel() == 0) return out;
   c10::cuda::CUDAGuard guard(out.device());

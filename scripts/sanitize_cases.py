@@ -128,6 +128,15 @@ def main() -> int:
         for lean in ("lean/square", "lean/tall", "lean/wide", "lean/large"):
             results.append(check(lambda: torch.ops.cute_transpose._permute_with(x.cuda(), [0, 2, 1], lean),
                                  x.transpose(-2, -1).contiguous(), f"permute[{lean}] {dtype} {shape}", "cannot run"))
+    # The split kernel in each of its tile shapes: sides of two dims whose inner dims (2, 3, 7)
+    # carry between a thread's vectors, edge tiles, and sides that chain into 16-byte vectors.
+    for dtype in DTYPES:
+        for shape, dims in (((64, 50, 2, 3), (1, 3, 0, 2)), ((200, 33, 7, 3), (1, 3, 0, 2)),
+                            ((4, 5, 2, 3, 8, 112), (1, 5, 0, 4, 2, 3))):
+            x = (torch.randn(shape) * 100).to(dtype) if dtype.is_complex else torch.randint(0, 100, shape).to(dtype)
+            for tile in ("square", "tall", "wide", "narrow", "short"):
+                results.append(check(lambda: torch.ops.cute_transpose._permute_with(x.cuda(), list(dims), f"split/{tile}"),
+                                     x.permute(dims).contiguous(), f"permute[split/{tile}] {dtype} {shape}", "cannot run"))
     # Column tiles, and the m-first walk: output rows of 301 and 129 elements split 32-byte sectors.
     for dtype, shape in ((torch.float32, (2, 301, 131)), (torch.float64, (3, 129, 67))):
         x = torch.randint(0, 100, shape).to(dtype)

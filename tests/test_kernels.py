@@ -18,6 +18,7 @@ from conftest import ONE_PER_SIZE, assert_bits_equal, call, dtype_id, needs_cuda
 KERNELS = cute_transpose.KERNELS
 TILE_SHAPES = ("square", "tall", "wide", "narrow", "short", "large", "column", "small")  # _permute_with(x, dims, "tile/<shape>")
 LEAN_SHAPES = ("square", "tall", "wide", "large")  # _permute_with(x, dims, "lean/<shape>")
+SPLIT_SHAPES = ("square", "tall", "wide", "narrow", "short")  # _permute_with(x, dims, "split/<shape>")
 
 
 def reference(x, dims):
@@ -102,7 +103,9 @@ def test_each_kernel_on_its_cases(case, dtype):
     x = view_of(view, shape, dtype, "cuda")
     ref = reference(x, dims)
     ran = set()
-    for kernel in KERNELS + tuple(f"tile/{s}" for s in TILE_SHAPES) + tuple(f"lean/{s}" for s in LEAN_SHAPES):
+    shapes = [f"{k}/{s}" for k, names in (("tile", TILE_SHAPES), ("lean", LEAN_SHAPES), ("split", SPLIT_SHAPES))
+              for s in names]
+    for kernel in KERNELS + tuple(shapes):
         # Poison: the block of the output's size is freed just before the op takes it.
         torch.full((ref.numel() * ref.element_size(),), 0xA5, dtype=torch.uint8, device="cuda")
         try:
@@ -144,7 +147,7 @@ def test_rows_blocks_shrink_for_small_copies(width, share):
 
 @needs_cuda
 def test_unknown_kernel_is_a_clear_error():
-    for name in ("nope", "tile/round", "padded/tall", "lean/round"):
+    for name in ("nope", "tile/round", "padded/tall", "lean/round", "split/round"):
         with pytest.raises(RuntimeError, match=f"unknown kernel '{name}'"):
             torch.ops.cute_transpose._permute_with(torch.zeros(4, 4, device="cuda"), [1, 0], name)
 
@@ -276,23 +279,34 @@ SPLIT_WRITE_CASES = [(case, view) for case in CHAINED_SPLIT_CASES for view in ("
 @pytest.mark.parametrize("dtype", ONE_PER_SIZE, ids=dtype_id)
 @pytest.mark.parametrize("case, view", SPLIT_WRITE_CASES, ids=lambda v: v if isinstance(v, str) else chained_id(v))
 def test_split_writes_every_element(case, view, dtype):
+    """In each of its tile shapes whose tiles are at least a quarter full."""
     shape, dims, _ = case
     x = view_of(view, shape, dtype, "cuda")
     ref = reference(x, dims)
-    out = run_poisoned(lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), "split"), x, ref.shape)
-    assert_bits_equal(out, ref)
+    ran = []
+    for tile in SPLIT_SHAPES:
+        try:
+            out = run_poisoned(lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), f"split/{tile}"), x,
+                               ref.shape)
+        except RuntimeError as e:
+            assert "less than a quarter full" in str(e), e
+            continue
+        assert_bits_equal(out, ref)
+        ran.append(tile)
+    assert "square" in ran
 
 
 # Where the chained sides give split 16-byte vectors that the tuning tables never timed it at,
-# it runs instead of the table's pick if its tiles are at least half full (90% full for 8-byte
-# elements the table gives to gather), the input is not broadcast and the pick is not the lean
-# kernel (choose.cpp, chained_split).
+# it runs instead of the table's pick if the tiles it takes (split_shape) are at least half full
+# (90% full for 8-byte elements the table gives to gather), the input is not broadcast and the
+# pick is not the lean kernel (choose.cpp, chained_split).
 @pytest.mark.parametrize("make, dims, runs_split", [
     (lambda: torch.empty(41, 20, 2, 3, 24, 112, device="meta")[1:], (1, 5, 0, 4, 2, 3), True),  # tiles full
     (lambda: torch.empty(63, 78, 2, 950, 10, dtype=torch.float64, device="meta"), (4, 3, 2, 1, 0), True),  # 99%
     (lambda: torch.empty(4284, 7, 4, 19, dtype=torch.float64, device="meta"), (3, 2, 0, 1), True),  # 59%, over tile
     (lambda: torch.empty(6, 6, 1300, 5, 71, dtype=torch.float64, device="meta"), (2, 3, 0, 4, 1), False),  # gather's
-    (lambda: torch.empty(8, 3, 168672, 15, device="meta"), (2, 1, 3, 0), False),  # m = 24 of 64: 38%
+    # m = 24: square tiles 38% full, wide ones (32 x 256) 75% (H200: 0.96 x gather, square 0.52 on the H100)
+    (lambda: torch.empty(8, 3, 168672, 15, device="meta"), (2, 1, 3, 0), True),
     (lambda: torch.empty(40, 1, 2, 3, 24, 112, device="meta").expand(40, 20, 2, 3, 24, 112), (1, 5, 0, 4, 2, 3),
      False),  # broadcast
     (lambda: torch.empty(17, 95, 73, 8, 64, device="meta"), (2, 1, 4, 3, 0), False),  # 70% full, lean's pick
@@ -303,6 +317,30 @@ def test_split_runs_where_its_sides_chain_into_16_byte_vectors_and_fill_its_tile
     info = cute_transpose.explain(x, dims)["cuda"]
     assert (info["kernel"] == "split") == runs_split, info
     assert ("sides chain" in info["reason"]) == runs_split, info["reason"]
+
+
+# The split kernel's tiles keep the square tile's size and take the aspect (square, tall or wide)
+# that the Tile kernel's score prefers over the two-dim sides (choose.cpp, split_shape); narrow
+# and short tiles run by name only. Float32, ratio to clone on the H200:
+@pytest.mark.parametrize("shape, dims, tile", [
+    ((32, 64, 8, 7, 8, 7), (0, 2, 4, 3, 5, 1), "tall"),      # m = 64 x 7, n = 7 x 8: tall 0.84, square 0.65
+    ((32, 512, 16, 4, 16, 4), (0, 2, 4, 3, 5, 1), "tall"),   # n = 4 x 16: tall 0.98, square 0.69
+    ((64, 8, 8, 2, 2, 256), (0, 5, 1, 3, 2, 4), "wide"),     # m = 2 x 8: wide 0.75, square 0.52
+    ((32, 64, 16, 16, 16, 16), (0, 2, 4, 3, 5, 1), "square"),  # square tiles full: 0.97
+])
+def test_split_tiles_keep_their_size_and_take_the_aspect_that_fills_them(shape, dims, tile):
+    x = torch.empty(shape, device="meta")
+    config = cute_transpose.explain(x, dims, kernel="split", gpu="NVIDIA H200")["cuda"]["config"]
+    assert config.startswith(f"{tile} tiles of"), config
+
+
+def test_split_runs_only_where_its_square_tiles_are_more_than_a_quarter_full():
+    """As the tuning tables timed it: n = 7 x 4 fills 22% of a square tile's 128 columns (of a
+    tall tile's 64, 44%), so split is not offered, though tall tiles ran 0.67 of clone on the
+    H200 and ATen's copy 0.44."""
+    x = torch.empty(32, 128, 4, 7, 4, 7, device="meta")
+    with pytest.raises(RuntimeError, match="its square tiles would be less than a quarter full"):
+        cute_transpose.explain(x, (0, 2, 4, 3, 5, 1), kernel="split", gpu="NVIDIA H200")
 
 
 # A broadcast input whose distinct bytes fit in 64 KiB, of a dtype of up to 4 bytes, runs gather

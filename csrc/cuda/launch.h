@@ -44,8 +44,9 @@ cudaError_t launch_realign(Problem const& p, cudaStream_t stream);
 // (16, or the element size); `shape` one of kLeanShapes (tile_config.h).
 cudaError_t launch_lean(Problem const& p, int in_width, int out_width, TileShape shape, cudaStream_t stream);
 
-// The tile transpose with two dims on each short side (split_transpose.cu), square tiles.
-cudaError_t launch_split(SplitProblem const& s, int width, cudaStream_t stream);
+// The tile transpose with two dims on each short side (split_transpose.cu), in tiles of one of
+// the Tile kernel's first five shapes (kTileShapes).
+cudaError_t launch_split(SplitProblem const& s, int width, TileShape shape, cudaStream_t stream);
 
 // The copy route (strided_copy.cu): rows of the contiguous (batch..., M, N) output copied in
 // `width`-byte vectors (or single elements), 16-byte ones in blocks of at most `max_threads`

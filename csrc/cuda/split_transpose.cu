@@ -7,7 +7,10 @@
 // The tile's journey is the `transpose` op's (vector_tile.cuh): vectors of n into the swizzled
 // shared tile, V x V register transposes, vectors of m out. Only the global addresses differ: a
 // thread splits its first index on each side into the two dims with a precomputed divider, once
-// per tile, and steps from vector to vector by adding, carrying into the outer dim.
+// per tile, and steps from vector to vector by adding, carrying into the outer dim. The tile is
+// one of the Tile kernel's shapes (tile_config.h): the chooser takes square, tall or wide tiles,
+// whichever its two-dim sides fill best (choose.cpp, split_shape); narrow and short ones run by
+// name.
 #include <cutlass/fast_math.h>
 
 #include "tile_transpose.cuh"
@@ -130,9 +133,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, split_min_blocks<Cfg>()) split_
   }
 }
 
-template <class T, int W>
+template <class T, int W, TileShape S>
 cudaError_t launch_with(SplitProblem const& s, cudaStream_t stream) {
-  using Cfg = TileConfig<T, W, TileShape::Square>;
+  using Cfg = TileConfig<T, W, S>;
   Problem const& p = s.problem;
   Side const m(p.rows, p.row_stride, p.out_row_stride, s.m);
   Side const n(p.cols, p.col_stride, p.out_col_stride, s.n);
@@ -144,14 +147,18 @@ cudaError_t launch_with(SplitProblem const& s, cudaStream_t stream) {
 }  // namespace
 
 // The chooser (choose.cpp) checked that both sides move in `width`-byte vectors (16 or 4 bytes,
-// or single elements) and that the split pays.
-cudaError_t launch_split(SplitProblem const& s, int width, cudaStream_t stream) {
+// or single elements) and that the split pays, and took the tile shape (one of kTileShapes).
+cudaError_t launch_split(SplitProblem const& s, int width, TileShape shape, cudaStream_t stream) {
   return with_element_type(s.problem.element_size, [&](auto t) -> cudaError_t {
     using T = decltype(t);
     constexpr int E = sizeof(T);
-    if (width == 16) return launch_with<T, 16>(s, stream);
-    if constexpr (E < 4) if (width == 4) return launch_with<T, 4>(s, stream);
-    if constexpr (E < 16) if (width == E) return launch_with<T, E>(s, stream);
+    auto with_shape = [&](auto w) -> cudaError_t {
+      constexpr int W = decltype(w)::value;
+      return with_scored_shape(shape, [&](auto tile) { return launch_with<T, W, decltype(tile)::value>(s, stream); });
+    };
+    if (width == 16) return with_shape(Int<16>{});
+    if constexpr (E < 4) if (width == 4) return with_shape(Int<4>{});
+    if constexpr (E < 16) if (width == E) return with_shape(Int<E>{});
     return cudaErrorInvalidValue;
   });
 }

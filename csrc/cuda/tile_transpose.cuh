@@ -111,6 +111,22 @@ cudaError_t launch_tile_config(Problem const& p, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+// Calls f(std::integral_constant<TileShape, shape>{}) where shape is one of the five shapes the
+// chooser scores (kTileShapes: the Tile and Split kernels take them); cudaErrorInvalidValue for
+// any other.
+template <class F>
+cudaError_t with_scored_shape(TileShape shape, F&& f) {
+  using S = TileShape;
+  switch (shape) {
+    case S::Square: return f(std::integral_constant<S, S::Square>{});
+    case S::Tall: return f(std::integral_constant<S, S::Tall>{});
+    case S::Wide: return f(std::integral_constant<S, S::Wide>{});
+    case S::Narrow: return f(std::integral_constant<S, S::Narrow>{});
+    case S::Short: return f(std::integral_constant<S, S::Short>{});
+    default: return cudaErrorInvalidValue;
+  }
+}
+
 // The widths the chooser picks among (16 bytes, 4 bytes, one element), and every shape, for one
 // element type.
 template <class T>
@@ -118,10 +134,6 @@ cudaError_t launch_tile_for(Problem const& p, int width, TileShape shape, cudaSt
   auto with_shape = [&](auto w) -> cudaError_t {
     constexpr int W = decltype(w)::value;
     switch (shape) {
-      case TileShape::Tall: return launch_tile_config<T, W, TileShape::Tall>(p, stream);
-      case TileShape::Wide: return launch_tile_config<T, W, TileShape::Wide>(p, stream);
-      case TileShape::Narrow: return launch_tile_config<T, W, TileShape::Narrow>(p, stream);
-      case TileShape::Short: return launch_tile_config<T, W, TileShape::Short>(p, stream);
       case TileShape::Large: return launch_tile_config<T, W, TileShape::Large>(p, stream);
       case TileShape::Column:
         if constexpr (W == int(sizeof(T))) return launch_tile_config<T, W, TileShape::Column>(p, stream);
@@ -129,7 +141,8 @@ cudaError_t launch_tile_for(Problem const& p, int width, TileShape shape, cudaSt
       case TileShape::Small:
         if constexpr (W == small_tile_width(sizeof(T), W)) return launch_tile_config<T, W, TileShape::Small>(p, stream);
         else return cudaErrorInvalidValue;
-      default: return launch_tile_config<T, W, TileShape::Square>(p, stream);
+      default:
+        return with_scored_shape(shape, [&](auto tile) { return launch_tile_config<T, W, decltype(tile)::value>(p, stream); });
     }
   };
   constexpr int E = sizeof(T);
