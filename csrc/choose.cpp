@@ -1418,21 +1418,22 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
     return *c;
   }
   Choice c = table_choice(plan, device, explain);
-  if (auto split = chained_split(plan, c, device)) {
-    if (explain) {
-      split->key = c.key;
-      split->reason = c.reason + "; the split kernel's sides chain into 16-byte vectors, a width the table never timed it at, and fill its tiles: run split";
-    }
-    return *split;
-  }
-  if (auto gather = broadcast_gather(plan, c, device)) {
-    if (explain) {
-      gather->key = c.key;
-      gather->reason = c.reason + "; a broadcast input of " + std::to_string(distinct_input_bytes(plan)) +
-                       " bytes, whose every load hits the cache: run gather";
-    }
-    return *gather;
-  }
+  // `other` in place of the table's pick, under its class key; why() (said only with explain)
+  // follows the pick's reason.
+  auto const instead = [&](Choice other, auto const& why) {
+    if (explain) other.key = c.key, other.reason = c.reason + "; " + why();
+    return other;
+  };
+  if (auto split = chained_split(plan, c, device))
+    return instead(*split, [] {
+      return std::string("the split kernel's sides chain into 16-byte vectors, a width the table never timed it at, "
+                         "and fill its tiles: run split");
+    });
+  if (auto gather = broadcast_gather(plan, c, device))
+    return instead(*gather, [&] {
+      return "a broadcast input of " + std::to_string(distinct_input_bytes(plan)) +
+             " bytes, whose every load hits the cache: run gather";
+    });
   return c;
 }
 
