@@ -404,6 +404,15 @@ std::optional<SplitProblem> split_short_sides(Problem const& p) {
   return s;
 }
 
+// Whether a split side's two dims chain where its vectors run: m's on the output, n's on the
+// input, the outer stride being the inner dim's length.
+bool m_side_chains(SplitProblem const& s) {
+  return s.m.size > 1 && s.problem.out_row_stride == 1 && s.m.out_stride == s.problem.rows;
+}
+bool n_side_chains(SplitProblem const& s) {
+  return s.n.size > 1 && s.problem.col_stride == 1 && s.n.in_stride == s.problem.cols;
+}
+
 // Both sides move in W-byte vectors: the inner dims as for the tile kernel, and every outer
 // stride a whole number of vectors, so that no vector straddles two outer indices -- unless the
 // side's two dims chain where its vectors run (m's on the output, n's on the input: the outer
@@ -413,8 +422,8 @@ std::optional<SplitProblem> split_short_sides(Problem const& p) {
 // gives the width without that (chained_split compares the two).
 int split_width(SplitProblem const& s, bool chain = true) {
   Problem seen = s.problem;  // the problem as the vectors see it: a chained side is one dim
-  bool const m_chains = chain && s.m.size > 1 && seen.out_row_stride == 1 && s.m.out_stride == seen.rows;
-  bool const n_chains = chain && s.n.size > 1 && seen.col_stride == 1 && s.n.in_stride == seen.cols;
+  bool const m_chains = chain && m_side_chains(s);
+  bool const n_chains = chain && n_side_chains(s);
   if (m_chains) seen.rows *= s.m.size;
   if (n_chains) seen.cols *= s.n.size;
   int const E = s.problem.element_size;
@@ -448,10 +457,9 @@ double split_fill(SplitProblem const& s, int width, TileShape shape) {
 // least 99% full stay square.
 constexpr TileShape kSplitShapes[] = {TileShape::Square, TileShape::Tall, TileShape::Wide};
 TileShape split_shape(SplitProblem const& s, int width) {
-  Problem const seen = split_seen(s);
   if (split_fill(s, width, TileShape::Square) >= kSquareFullFill) return TileShape::Square;
-  bool const m_chains = s.m.size > 1 && s.problem.out_row_stride == 1 && s.m.out_stride == s.problem.rows;
-  return best_scored_shape(seen, width, m_chains ? seen.rows : s.problem.rows, kSplitShapes);
+  Problem const seen = split_seen(s);
+  return best_scored_shape(seen, width, m_side_chains(s) ? seen.rows : s.problem.rows, kSplitShapes);
 }
 
 //
