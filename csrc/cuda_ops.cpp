@@ -122,7 +122,8 @@ at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::str
   auto const slash = full.find('/');
   auto const kernel = kernel_from_name(full.substr(0, slash));
   auto const shape = slash == std::string::npos ? std::nullopt : tile_shape_from_name(full.substr(slash + 1));
-  TORCH_CHECK(kernel && is_candidate(*kernel) && (slash == std::string::npos || ((*kernel == Kernel::Tile || *kernel == Kernel::Lean || *kernel == Kernel::Split) && shape)),
+  bool const takes_shape = kernel == Kernel::Tile || kernel == Kernel::Lean || kernel == Kernel::Split;
+  TORCH_CHECK(kernel && is_candidate(*kernel) && (slash == std::string::npos || (takes_shape && shape)),
               "cute_transpose._permute_with: unknown kernel '", name, "'; the candidates are ",
               c10::Join(", ", candidate_names()), ", tile/<square|tall|wide|narrow|short|large|column|small>, ",
               "split/<square|tall|wide|narrow|short> and lean/<square|tall|wide|large>");

@@ -149,17 +149,13 @@ cudaError_t launch_with(SplitProblem const& s, cudaStream_t stream) {
 // The chooser (choose.cpp) checked that both sides move in `width`-byte vectors (16 or 4 bytes,
 // or single elements) and that the split pays, and took the tile shape (one of kTileShapes).
 cudaError_t launch_split(SplitProblem const& s, int width, TileShape shape, cudaStream_t stream) {
-  return with_element_type(s.problem.element_size, [&](auto t) -> cudaError_t {
+  return with_element_type(s.problem.element_size, [&](auto t) {
     using T = decltype(t);
-    constexpr int E = sizeof(T);
-    auto with_shape = [&](auto w) -> cudaError_t {
-      constexpr int W = decltype(w)::value;
-      return with_scored_shape(shape, [&](auto tile) { return launch_with<T, W, decltype(tile)::value>(s, stream); });
-    };
-    if (width == 16) return with_shape(Int<16>{});
-    if constexpr (E < 4) if (width == 4) return with_shape(Int<4>{});
-    if constexpr (E < 16) if (width == E) return with_shape(Int<E>{});
-    return cudaErrorInvalidValue;
+    return with_tile_width<T>(width, [&](auto w) {
+      return with_scored_shape(shape, [&](auto tile) {
+        return launch_with<T, decltype(w)::value, decltype(tile)::value>(s, stream);
+      });
+    });
   });
 }
 

@@ -127,6 +127,18 @@ cudaError_t with_scored_shape(TileShape shape, F&& f) {
   }
 }
 
+// Calls f(cute::Int<W>{}) for the vector width W that the chooser picked for elements of type T
+// (tile_width, split_width: 16 bytes, 4 bytes for elements under 4 bytes, or one element);
+// cudaErrorInvalidValue for any other.
+template <class T, class F>
+cudaError_t with_tile_width(int width, F&& f) {
+  constexpr int E = sizeof(T);
+  if (width == 16) return f(cute::Int<16>{});
+  if constexpr (E < 4) if (width == 4) return f(cute::Int<4>{});
+  if constexpr (E < 16) if (width == E) return f(cute::Int<E>{});
+  return cudaErrorInvalidValue;
+}
+
 // The widths the chooser picks among (16 bytes, 4 bytes, one element), and every shape, for one
 // element type.
 template <class T>
@@ -145,11 +157,7 @@ cudaError_t launch_tile_for(Problem const& p, int width, TileShape shape, cudaSt
         return with_scored_shape(shape, [&](auto tile) { return launch_tile_config<T, W, decltype(tile)::value>(p, stream); });
     }
   };
-  constexpr int E = sizeof(T);
-  if (width == 16) return with_shape(cute::Int<16>{});
-  if constexpr (E < 4) if (width == 4) return with_shape(cute::Int<4>{});
-  if constexpr (E < 16) if (width == E) return with_shape(cute::Int<E>{});
-  return cudaErrorInvalidValue;
+  return with_tile_width<T>(width, with_shape);
 }
 
 cudaError_t launch_tile_e1(Problem const& p, int width, TileShape shape, cudaStream_t stream);
