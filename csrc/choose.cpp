@@ -807,6 +807,33 @@ TileShape lean_shape(Problem const& p, int64_t elements) {
   return best;
 }
 
+// Where the input's rows lie off the 16-byte grid and the output's rows are whole vectors, the
+// lean kernel loads one element at a time and stores 16-byte vectors. On a GPU whose rule it is
+// (Device::lean_element_loads), it takes such transposes of 8-byte elements (rows unit-stride,
+// nothing broadcast) from the kernels the table ranks first for them -- realign, tile, padded,
+// tma, interleave, split: those it was timed against -- wherever it is offered. Measured on an
+// H200 (docs/PERFORMANCE.md, "Rows off the 16-byte grid: 8-byte elements in the lean kernel";
+// each shape's lean, the pick and the other kernels forced, the better of two rounds beside clone):
+// - on two grids of transposes whose input rows alone lie off the grid (offset slices and odd
+//   rows of 2- to 5-dim shapes, 2^21-2^27 elements; seeds 4711 and 8123, 72 shapes each), lean
+//   ran the 8-byte ones at 1.08 x and 1.10 x the pick (46 and 40 shapes, none more than 5%
+//   slower), 4-byte ones at 1.06 x and 1.04 x, 1- and 2-byte ones at 0.88-0.97 x;
+// - on shapes drawn afresh where the rule would move the pick (random permutes of ranks 2-5,
+//   seeds 5150 and 6262, with the 11 such shapes of the committed results), 8-byte elements
+//   ran 1.13 x (50 shapes, one 6% slower: (163784, 69) float64 off padded), 4-byte ones 1.03 x
+//   with 8 of 52 more than 5% slower, down to 0.64 x (572 x 127667 float32 off realign):
+//   4-byte elements keep the table's pick.
+std::optional<Choice> lean_takes_element_loads(Plan const& plan, Choice const& pick, Device const& device) {
+  static constexpr Kernel kTimedAgainst[] = {Kernel::Realign, Kernel::Tile,       Kernel::Padded,
+                                             Kernel::Tma,     Kernel::Interleave, Kernel::Split};
+  if (!device.lean_element_loads || plan.element_size != 8 || broadcast_input(plan) ||
+      std::find(std::begin(kTimedAgainst), std::end(kTimedAgainst), pick.kernel) == std::end(kTimedAgainst))
+    return std::nullopt;
+  std::optional<Choice> lean = force(plan, Kernel::Lean, device, nullptr);
+  if (!lean || lean->width != 8 || lean->out_width != 16 || lean->problem->col_stride != 1) return std::nullopt;
+  return lean;
+}
+
 std::optional<Choice> small_transpose(Plan const& plan, Device const& device) {
   if (plan.copy_route() || broadcast_input(plan)) return std::nullopt;
   auto c = force(plan, Kernel::Lean, device, nullptr);
@@ -955,6 +982,9 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     over 5 or 6 dims ran ATen's copy 1.06-1.40 x as fast as gather on two grids (5 shapes),
 //     but on a third (20 shapes of runs of 3 elements over 5-7 dims) 0.94 x (float32) and
 //     1.01 x (float64), 8 more than 5% slower: those rows stay with gather.
+//   - 8-byte elements from input rows off the 16-byte grid into output rows of whole vectors in
+//     the lean kernel (lean_takes_element_loads has the measurements): the matrix table's
+//     1000 x 3001 float64 0.947 -> 1.136 of clone.
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
   if (name.find("H200") != std::string::npos) {
@@ -962,6 +992,7 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.rows_threads = 128;
     d.large_tiles = false;
     d.rows_gather = true;
+    d.lean_element_loads = true;
   }
   return d;
 }
@@ -1399,6 +1430,10 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
         if (auto lean = instead(force(plan, Kernel::Lean, device, nullptr, TileShape::Large),
                                 "4-byte elements that the H100 runs in the tile kernel's large tiles, on a GPU whose rule runs them in lean's: run lean"))
           return *lean;
+      if (auto lean = instead(lean_takes_element_loads(plan, *c, device),
+                              "8-byte elements from input rows off the 16-byte grid into output rows of whole vectors, "
+                              "on a GPU whose rule runs them in lean (one-element loads, 16-byte stores): run lean"))
+        return *lean;
       if (gather_takes_rows(plan, *c, device))
         if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr),
                                   "rows in narrow vectors whose index arithmetic costs more than gather's loads, on a GPU whose rule runs them in gather: run gather"))

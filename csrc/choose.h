@@ -80,6 +80,9 @@ struct Device {
   // Row copies in vectors under 16 bytes run the gather kernel wherever the rows kernel's
   // divisions per byte pass what gather's loads of one element each cost (gather_takes_rows).
   bool rows_gather = false;
+  // Transposes of 8-byte elements whose input rows lie off the 16-byte grid while the output's
+  // rows are whole vectors run the lean kernel (lean_takes_element_loads, choose.cpp).
+  bool lean_element_loads = false;
 };
 
 // `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as

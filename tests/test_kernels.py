@@ -487,6 +487,30 @@ def test_explain_on_an_h200_runs_narrow_rows_over_many_dims_in_gather(shape, dim
     assert (on_h200 == "gather") == ("runs them in gather" in h200["reason"])
 
 
+# ... and transposes of 8-byte elements whose input rows lie off the 16-byte grid, into output
+# rows of whole vectors, run the lean kernel on an H200 (one-element loads, 16-byte stores).
+# 4-byte elements, aligned rows and output rows off the grid keep the H100's pick.
+@pytest.mark.parametrize("shape, dims, dtype, offset, on_h200", [
+    ((1000, 3001), (1, 0), torch.float64, 0, "lean"),  # odd rows
+    ((6, 3791, 379), (2, 0, 1), torch.float64, 3, "lean"),  # an offset slice
+    ((16, 3930, 203), (0, 2, 1), torch.complex64, 1, "lean"),  # 8-byte elements of another dtype
+    ((2, 1872, 10852), (2, 0, 1), torch.float32, 3, None),  # 4-byte elements
+    ((1000, 3000), (1, 0), torch.float64, 0, None),  # input rows on the grid
+    ((3001, 1000), (1, 0), torch.float64, 0, None),  # output rows off the grid
+])
+def test_explain_on_an_h200_runs_8_byte_rows_off_the_grid_in_lean(shape, dims, dtype, offset, on_h200):
+    base = torch.empty(shape[:-1] + (shape[-1] + offset,), dtype=dtype, device="meta")
+    x = base.narrow(-1, offset, shape[-1])
+    h100 = cute_transpose.explain(x, dims)["cuda"]
+    h200 = cute_transpose.explain(x, dims, gpu="NVIDIA H200")["cuda"]
+    if on_h200 is None:
+        assert h200["kernel"] == h100["kernel"] and "runs them in lean" not in h200["reason"], (h100, h200)
+        return
+    assert h100["kernel"] != "lean" and h200["kernel"] == on_h200, (h100, h200)
+    assert "8-byte loads, 16-byte stores" in h200["config"]
+    assert "runs them in lean" in h200["reason"]
+
+
 @pytest.mark.parametrize("shape, dims, route", [
     ((64, 32), (1, 0), "transpose"),
     ((4, 6, 64), (1, 0, 2), "copy"),
