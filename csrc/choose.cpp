@@ -1412,20 +1412,17 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
                                        row->second.text + " (the table has no class " + own + ")";
         if (!skipped.empty()) c->reason += "; skipped " + skipped;
       }
-      if (c->kernel == Kernel::Tile && c->width == 16 && plan.elements < kLeanMidWork && plan.element_size <= 8)
-        if (auto lean = small_transpose(plan, device)) {
-          if (explain) {
-            lean->key = own;
-            lean->reason = c->reason + "; under 2^22 elements of up to 8 bytes, where that is tile in 16-byte vectors and lean tiles are at least half full: run lean";
-          }
-          return *lean;
-        }
-      // The rules of a GPU model (device_rules) that move the pick to another kernel.
+      // `other` in place of the pick, where it is offered, under the plan's own class key.
       auto const instead = [&](std::optional<Choice> other, char const* why) -> std::optional<Choice> {
         if (!other || !offered(*other, nullptr)) return std::nullopt;
         if (explain) other->key = own, other->reason = c->reason + "; " + why;
         return other;
       };
+      if (c->kernel == Kernel::Tile && c->width == 16 && plan.elements < kLeanMidWork && plan.element_size <= 8)
+        if (auto lean = instead(small_transpose(plan, device),
+                                "under 2^22 elements of up to 8 bytes, where that is tile in 16-byte vectors and lean tiles are at least half full: run lean"))
+          return *lean;
+      // The rules of a GPU model (device_rules) that move the pick to another kernel.
       if (lean_takes_large_tiles_work(*c, device))
         if (auto lean = instead(force(plan, Kernel::Lean, device, nullptr, TileShape::Large),
                                 "4-byte elements that the H100 runs in the tile kernel's large tiles, on a GPU whose rule runs them in lean's: run lean"))
