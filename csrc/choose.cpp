@@ -13,6 +13,12 @@
 namespace cute_transpose {
 namespace {
 
+// Whether `range` (an array or container) holds `value`.
+template <class Range, class T>
+bool contains(Range const& range, T const& value) {
+  return std::find(std::begin(range), std::end(range), value) != std::end(range);
+}
+
 bool divisible(int64_t x, int64_t v) { return x % v == 0; }
 bool aligned(void const* p, int64_t bytes) { return reinterpret_cast<uintptr_t>(p) % uint64_t(bytes) == 0; }
 
@@ -122,8 +128,9 @@ double tile_shape_score(Problem const& p, int W, TileShape s, int64_t run = INT6
 template <class Shapes = decltype(kTileShapes)>
 TileShape best_scored_shape(Problem const& p, int W, int64_t run = INT64_MAX, Shapes const& shapes = kTileShapes) {
   TileShape best = TileShape::Square;
+  double best_score = tile_shape_score(p, W, best, run);
   for (TileShape s : shapes)
-    if (tile_shape_score(p, W, s, run) > tile_shape_score(p, W, best, run)) best = s;
+    if (double const score = tile_shape_score(p, W, s, run); score > best_score) best = s, best_score = score;
   return best;
 }
 // Square tiles at least 99% full stay square: on the benchmark's large matrices (4096^2 to
@@ -827,7 +834,7 @@ std::optional<Choice> lean_takes_element_loads(Plan const& plan, Choice const& p
   static constexpr Kernel kTimedAgainst[] = {Kernel::Realign, Kernel::Tile,       Kernel::Padded,
                                              Kernel::Tma,     Kernel::Interleave, Kernel::Split};
   if (!device.lean_element_loads || plan.element_size != 8 || broadcast_input(plan) ||
-      std::find(std::begin(kTimedAgainst), std::end(kTimedAgainst), pick.kernel) == std::end(kTimedAgainst))
+      !contains(kTimedAgainst, pick.kernel))
     return std::nullopt;
   std::optional<Choice> lean = force(plan, Kernel::Lean, device, nullptr);
   if (!lean || lean->width != 8 || lean->out_width != 16 || lean->problem->col_stride != 1) return std::nullopt;
@@ -891,7 +898,7 @@ std::vector<Kernel> parse_ranking(std::string const& text) {
   std::stringstream in(text);
   for (std::string name; std::getline(in, name, ',');)
     if (auto k = kernel_from_name(name)) ranking.push_back(*k);
-  if (std::find(ranking.begin(), ranking.end(), Kernel::Aten) == ranking.end()) ranking.push_back(Kernel::Aten);
+  if (!contains(ranking, Kernel::Aten)) ranking.push_back(Kernel::Aten);
   return ranking;
 }
 
@@ -1027,8 +1034,7 @@ char const* kernel_name(Kernel k) {
 }
 
 bool is_candidate(Kernel k) {
-  auto const& names = candidate_names();
-  return std::find(names.begin(), names.end(), kernel_name(k)) != names.end();
+  return contains(candidate_names(), kernel_name(k));
 }
 
 std::optional<Kernel> kernel_from_name(std::string const& name) {
@@ -1182,7 +1188,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       // Whether split runs is the square tile's to say, as the tuning tables timed it; then it
       // takes its shape (split_shape). Split shapes that fill less than that still run by name.
       c.shape = shape.value_or(TileShape::Square);
-      if (std::find(std::begin(kTileShapes), std::end(kTileShapes), c.shape) == std::end(kTileShapes))
+      if (!contains(kTileShapes, c.shape))
         return *why = std::string("the split kernel has no ") + tile_shape_name(c.shape) + " tile", std::nullopt;
       if (split_fill(*c.split, c.width, c.shape) < kMinTileFill)
         return *why = std::string("its ") + tile_shape_name(c.shape) + " tiles would be less than a quarter full",
@@ -1219,7 +1225,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
     case Kernel::Lean:
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
       c.shape = shape ? *shape : lean_shape(p, plan.elements);
-      if (std::find(std::begin(kLeanShapes), std::end(kLeanShapes), c.shape) == std::end(kLeanShapes))
+      if (!contains(kLeanShapes, c.shape))
         return *why = std::string("the lean kernel has no ") + tile_shape_name(c.shape) + " tile", std::nullopt;
       if (!lean_fits(p, c.shape, why)) return std::nullopt;
       c.width = lean_width(p, true);
