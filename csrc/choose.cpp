@@ -841,6 +841,34 @@ std::optional<Choice> lean_takes_element_loads(Plan const& plan, Choice const& p
   return lean;
 }
 
+// Where the table picks the tile kernel in 16-byte vectors for 4- or 8-byte elements, the lean
+// kernel in its own tile shape ran faster on an H200, and where lean is not offered (more than 3
+// batch dims, tiles under half full) the split kernel ran 4-byte elements faster. On a GPU whose
+// rule it is (Device::tile_gives_way), those kernels take such transposes, wherever they are
+// offered. Measured on an H200 (docs/PERFORMANCE.md, "4- and 8-byte transposes the table gives
+// the tile kernel"; the pick and the others forced by name, bit-checked, the better of two rounds
+// beside clone), on random permutes whose pick is the tile kernel (2^20-2^27 elements, some offset
+// by whole vectors):
+// - lean, ranks 2-6 (seed 31): 4-byte elements 1.04 x the pick's speed (45 shapes, one more than
+//   5% slower: (7, 3, 88, 16, 3792) float32, 0.79 x, in tiles a quarter to a half full), 8-byte
+//   elements 1.05 x (22 shapes, none slower); bfloat16 1.07 x but 2 of 19 shapes 6-13% slower,
+//   so 2-byte elements keep the tile kernel. Drawn afresh with the rule built in (seed 33): 1.04 x
+//   over 100 shapes, 3 more than 5% slower (0.91-0.93 x);
+// - split where the pick stays the tile kernel, ranks 5-6 (seeds 34 and 35, 16 shapes each):
+//   4-byte elements 1.28 x and 1.24 x (one shape each more than 5% slower, 0.93-0.94 x); 8-byte
+//   ones 1.10 x and 1.06 x, but 6 of 37 shapes 6-22% slower, 2-byte ones 1.14 x and 1.07 x with
+//   one of 25 at 0.46 x: those keep the tile kernel. Drawn afresh with the rule built in (ranks
+//   3-6, seed 36): 1.30 x over 60 float32 shapes, one more than 5% slower (0.91 x).
+std::optional<Choice> tile_gives_way(Plan const& plan, Choice const& pick, Device const& device) {
+  if (!device.tile_gives_way || pick.kernel != Kernel::Tile || pick.width != 16 ||
+      (plan.element_size != 4 && plan.element_size != 8))
+    return std::nullopt;
+  std::optional<Choice> lean = force(plan, Kernel::Lean, device, nullptr);
+  if (lean && offered(*lean, nullptr)) return lean;
+  if (plan.element_size == 4) return force(plan, Kernel::Split, device, nullptr);
+  return std::nullopt;
+}
+
 std::optional<Choice> small_transpose(Plan const& plan, Device const& device) {
   if (plan.copy_route() || broadcast_input(plan)) return std::nullopt;
   auto c = force(plan, Kernel::Lean, device, nullptr);
@@ -992,6 +1020,10 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //   - 8-byte elements from input rows off the 16-byte grid into output rows of whole vectors in
 //     the lean kernel (lean_takes_element_loads has the measurements): the matrix table's
 //     1000 x 3001 float64 0.947 -> 1.136 of clone.
+//   - 4- and 8-byte elements that the table gives the tile kernel in 16-byte vectors in lean's
+//     own tiles, or 4-byte ones in split's where lean is not offered (tile_gives_way has the
+//     measurements): float32 NHWC -> NCHW of (32, 56, 56, 256) 0.924 -> 0.990 of clone, the
+//     TTC suite's (15, 15, 32, 15, 5, 112) -> (1, 4, 0, 5, 3, 2) 0.792 -> 0.942 (split).
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
   if (name.find("H200") != std::string::npos) {
@@ -1000,6 +1032,7 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.large_tiles = false;
     d.rows_gather = true;
     d.lean_element_loads = true;
+    d.tile_gives_way = true;
   }
   return d;
 }
@@ -1437,6 +1470,11 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
                               "8-byte elements from input rows off the 16-byte grid into output rows of whole vectors, "
                               "on a GPU whose rule runs them in lean (one-element loads, 16-byte stores): run lean"))
         return *lean;
+      if (auto other = tile_gives_way(plan, *c, device))
+        if (auto moved = instead(other, other->kernel == Kernel::Lean
+                                            ? "4- or 8-byte elements in 16-byte vectors, on a GPU whose rule runs them in lean's own tiles: run lean"
+                                            : "4-byte elements in 16-byte vectors where lean is not offered, on a GPU whose rule runs them in split: run split"))
+          return *moved;
       if (gather_takes_rows(plan, *c, device))
         if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr),
                                   "rows in narrow vectors whose index arithmetic costs more than gather's loads, on a GPU whose rule runs them in gather: run gather"))

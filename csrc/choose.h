@@ -83,6 +83,10 @@ struct Device {
   // Transposes of 8-byte elements whose input rows lie off the 16-byte grid while the output's
   // rows are whole vectors run the lean kernel (lean_takes_element_loads, choose.cpp).
   bool lean_element_loads = false;
+  // Transposes of 4- and 8-byte elements that the table gives the tile kernel in 16-byte vectors
+  // run the lean kernel in its own tile shape where it is offered, else 4-byte ones the split
+  // kernel where it is (tile_gives_way, choose.cpp).
+  bool tile_gives_way = false;
 };
 
 // `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as

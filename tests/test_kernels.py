@@ -511,6 +511,30 @@ def test_explain_on_an_h200_runs_8_byte_rows_off_the_grid_in_lean(shape, dims, d
     assert "runs them in lean" in h200["reason"]
 
 
+# ... and transposes of 4- and 8-byte elements that the table gives the tile kernel in 16-byte
+# vectors run the lean kernel's own tiles on an H200, or, for 4-byte elements where lean is not
+# offered (more than 3 batch dims), the split kernel. 2-byte elements, and 8-byte ones that lean
+# cannot run, keep the tile kernel.
+@pytest.mark.parametrize("shape, dims, dtype, on_h200", [
+    ((75, 12, 96, 608), (1, 0, 3, 2), torch.float32, "lean"),  # the TTC suite's
+    ((8192, 8192), (1, 0), torch.float64, "lean"),
+    ((32, 256, 56, 56), (0, 2, 3, 1), torch.complex64, "lean"),  # 8-byte elements of another dtype
+    ((15, 15, 32, 15, 5, 112), (1, 4, 0, 5, 3, 2), torch.float32, "split"),  # 4 batch dims
+    ((15, 15, 32, 15, 5, 112), (1, 4, 0, 5, 3, 2), torch.int32, "split"),
+    ((15, 15, 32, 15, 5, 112), (1, 4, 0, 5, 3, 2), torch.float64, "tile"),
+    ((16, 64, 128, 96), (2, 0, 3, 1), torch.bfloat16, "tile"),
+])
+def test_explain_on_an_h200_gives_the_tile_kernels_4_and_8_byte_work_away(shape, dims, dtype, on_h200):
+    x = torch.empty(shape, dtype=dtype, device="meta")
+    h100 = cute_transpose.explain(x, dims)["cuda"]
+    h200 = cute_transpose.explain(x, dims, gpu="NVIDIA H200")["cuda"]
+    assert h100["kernel"] == "tile" and "16-byte vectors" in h100["config"], h100
+    assert h200["kernel"] == on_h200, h200
+    moved = "on a GPU whose rule runs them in lean's own tiles" in h200["reason"] or \
+        "on a GPU whose rule runs them in split" in h200["reason"]
+    assert moved == (on_h200 != "tile"), h200
+
+
 @pytest.mark.parametrize("shape, dims, route", [
     ((64, 32), (1, 0), "transpose"),
     ((4, 6, 64), (1, 0, 2), "copy"),
