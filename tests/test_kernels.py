@@ -623,6 +623,26 @@ def test_interleave_realigned_steps_meet(channels, shift, pack):
     assert_bits_equal(torch.ops.cute_transpose._permute_with(x, list(dims), "interleave"), ref)
 
 
+# Element mode reading a warp's run in the aligned 16-byte vectors that cover it (unpacking 2-byte
+# elements, and 4-byte ones whose pixels carry gaps read with them): runs that start 0-7 elements
+# into a vector, gaps of 0-3 elements before each pixel, pixel counts that end inside a warp's
+# run, and a last pixel whose last channel ends the storage (the vector there is read only up to
+# it). A wrong element, or one never written, fails the compare against the poisoned output.
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32], ids=dtype_id)
+@pytest.mark.parametrize("channels, stride", [(2, 3), (5, 6), (6, 9), (7, 7)])
+@pytest.mark.parametrize("pixels", [601, 1024 + 77, 5 * 1024 + 9])
+@pytest.mark.parametrize("shift", [0, 1, 3, 5])
+def test_interleave_reads_runs_in_aligned_vectors(dtype, channels, stride, pixels, shift):
+    flat = random_tensor((pixels * stride + shift,), dtype, "cuda")
+    x = flat[shift:].view(pixels, stride)[:, stride - channels:]  # (pixels, channels), rows `stride` apart
+    info = cute_transpose.explain(x, (1, 0), kernel="interleave")
+    assert ELEMENTS in info["config"], info
+    out = run_poisoned(lambda t: torch.ops.cute_transpose._permute_with(t, [1, 0], "interleave"), x,
+                       (channels, pixels))
+    assert_bits_equal(out, reference(x, (1, 0)))
+
+
 # The realign kernel: transposes whose rows lie off the 16-byte grid on the input's side, the
 # output's, or both; sides that end inside a vector and inside a tile (the first and last vector
 # of each output row are stored element by element); batches; storage 0-15 elements into its
