@@ -21,7 +21,8 @@
 //            gaps between them, it reads the gaps too (work.h, element_run_channels): a kernel
 //            of C = the pixel stride that writes only the first `planes` planes. Unpacking
 //            2-byte elements, or 4-byte ones with such gaps, it reads the run in the aligned
-//            16-byte vectors that cover it (stage_run_vectors).
+//            16-byte vectors that cover it (stage_run_vectors), and writes each plane in warp
+//            stores that each fill one aligned span of 32 elements (into_span).
 //   pack    planes -> interleaved: the Problem's m is the C planes (rows), n the pixels;
 //   unpack  interleaved -> planes: n is the C channels (cols), m the pixels.
 // In vector mode, pixels past the last whole vector of a row are moved one element at a time.
@@ -189,16 +190,16 @@ CUTE_DEVICE void store_before(unsigned char* to, Vec const& v, int64_t end_bytes
 CUTE_DEVICE int offset_in_vector(unsigned char const* at) { return int(reinterpret_cast<uintptr_t>(at) % 16); }
 CUTE_DEVICE int bytes_to_vector(unsigned char const* at) { return (16 - offset_in_vector(at)) % 16; }
 
-// The warp stages the aligned vectors that cover each of its N input runs of `bytes` bytes, run
-// j from first + j * run_stride: vector i of run j (i < kCover, enough for any run's offset) at
-// stage[at(j * kCover + i)]. Each lane issues its loads, at most kMaxLoads at a time (by default
-// all of them), before it stores any to the stage, so that the warp has the whole step in flight
-// at once. A loop that stored each vector as it arrived waited for one load per iteration: on an
-// H200 it unpacked 64 x 299^2 x 4 uint8 at 0.77 of clone and packed it at 0.81, against 0.91 and
-// 0.99 with the loads issued together.
-template <int N, int kCover, int kMaxLoads = INT_MAX, class At>
+// The warp loads the aligned vectors that cover each of its N input runs of `bytes` bytes, run
+// j from first + j * run_stride, and hands vector i of run j (i < kCover, enough for any run's
+// offset) to store(j * kCover + i, vector). Each lane issues its loads, at most kMaxLoads at a
+// time (by default all of them), before it stores any, so that the warp has the whole step in
+// flight at once. A loop that stored each vector as it arrived waited for one load per
+// iteration: on an H200 it unpacked 64 x 299^2 x 4 uint8 at 0.77 of clone and packed it at 0.81,
+// against 0.91 and 0.99 with the loads issued together.
+template <int N, int kCover, int kMaxLoads = INT_MAX, class Store>
 CUTE_DEVICE void stage_covers(unsigned char const* first, int64_t run_stride, int64_t bytes,
-                              unsigned char const* from_end, int lane, Vec* stage, At at) {
+                              unsigned char const* from_end, int lane, Store store) {
   constexpr int kPerLane = (N * kCover + 31) / 32;
   constexpr int kGroup = kMaxLoads < kPerLane ? kMaxLoads : kPerLane;
   auto const vector = [&](int k, Vec const*& from) {  // lane's k-th vector, if it holds bytes of its run
@@ -216,7 +217,7 @@ CUTE_DEVICE void stage_covers(unsigned char const* first, int64_t run_stride, in
       if (Vec const* from; vector(k, from)) v[k - k0] = load_within(from, from_end);
     CUTE_UNROLL
     for (int k = k0; k < k0 + kGroup && k < kPerLane; ++k)
-      if (Vec const* from; vector(k, from)) stage[at(lane + 32 * k)] = v[k - k0];
+      if (Vec const* from; vector(k, from)) store(lane + 32 * k, v[k - k0]);
   }
 }
 
@@ -247,7 +248,8 @@ CUTE_DEVICE void unpack_realigned(unsigned char const* from, unsigned char* to, 
   // 7 and 8 channels stage 8 and 9 vectors a lane, 5 at a time: all at once took 96 registers
   // (two blocks an SM), and 64 x 299^2 x 8 unpacked at 0.61 of clone, against 0.68 this way.
   constexpr int kMaxLoads = C >= 7 ? 5 : INT_MAX;
-  stage_covers<1, kUnpackStaged<C>, kMaxLoads>(run, 0, span * C, from_end, lane, stage, [](int i) { return spread<C>(i); });
+  stage_covers<1, kUnpackStaged<C>, kMaxLoads>(run, 0, span * C, from_end, lane,
+                                                [&](int i, Vec const& v) { stage[spread<C>(i)] = v; });
   __syncwarp();
   CUTE_UNROLL
   for (int c = 0; c < C; ++c) {
@@ -287,7 +289,8 @@ CUTE_DEVICE void pack_realigned(unsigned char const* from, unsigned char* to, in
   int64_t const span = cute::min(pixels - x0, int64_t(kRealignedStep + 8)), bytes = pixels * C;
   int const e = bytes_to_vector(to), q = e / C, r = e % C;
   if (x0 == 0 && lane < e && lane < bytes) to[lane] = from[(lane % C) * plane_stride + lane / C];  // before the first vector
-  stage_covers<C, kPlaneStaged>(from + x0, plane_stride, span, from_end, lane, stage, [](int i) { return i; });
+  stage_covers<C, kPlaneStaged>(from + x0, plane_stride, span, from_end, lane,
+                                [&](int i, Vec const& v) { stage[i] = v; });
   int s[C];  // each plane's offset from the grid at x0
   CUTE_UNROLL
   for (int c = 0; c < C; ++c) s[c] = offset_in_vector(from + c * plane_stride + x0);
@@ -328,6 +331,10 @@ CUTE_DEVICE void pack_realigned(unsigned char const* from, unsigned char* to, in
 // apart) fall on different banks.
 CUTE_DEVICE int padded(int q) { return q + q / 32; }
 
+// padded(q0 + 32 k) = floor_padded(q0) + 33 k for every k with q0 + 32 k >= 0, q0 of either sign
+// (a lane shifted back by into_span starts before its run).
+CUTE_DEVICE int floor_padded(int q0) { return q0 + (q0 >> 5); }
+
 // Pixels per lane: K = 16 / E in vector mode, element_pixels_per_lane (work.h) in element mode.
 template <class T, int C, bool kVector>
 constexpr int pixels_per_lane() {
@@ -364,31 +371,50 @@ enum class Gaps { None, Read, Skip };
 template <class T, Gaps G>
 constexpr bool kStagesVectors = sizeof(T) == 2 || (sizeof(T) == 4 && G == Gaps::Read);
 
-// The aligned vectors that cover a run of kRun elements (the most a warp's run holds) starting
-// up to V - 1 elements into its first vector.
-template <class T, int kRun>
-constexpr int kRunVectors = (16 / int(sizeof(T)) - 1 + kRun + 16 / int(sizeof(T)) - 1) / (16 / int(sizeof(T)));
+// Elements of T in a 16-byte vector.
+template <class T>
+constexpr int kPerVector = 16 / int(sizeof(T));
 
-// Stages the first `count` elements from `run`; returns head. A vector that crosses the input's
-// end is read element by element up to it (load_within).
+// The aligned vectors that cover a run of kRun elements (the most a warp's run holds) starting
+// up to kPerVector - 1 elements into its first vector.
+template <class T, int kRun>
+constexpr int kRunVectors = (kRun + 2 * (kPerVector<T> - 1)) / kPerVector<T>;
+
+// Stages the first `count` elements from `run` (stage_covers); returns head.
 template <class T, int kRun>
 CUTE_DEVICE int stage_run_vectors(T const* run, int count, unsigned char const* from_end, int lane, T* stage) {
-  constexpr int V = 16 / int(sizeof(T)), kPerLane = (kRunVectors<T, kRun> + 31) / 32;
-  int const head = int(reinterpret_cast<uintptr_t>(run) % 16) / int(sizeof(T));
-  Vec const* const first = reinterpret_cast<Vec const*>(run - head);
-  union Elements {
-    Vec v;
-    T e[V];
-  } in[kPerLane];
-  CUTE_UNROLL
-  for (int k = 0; k < kPerLane; ++k)
-    if ((lane + 32 * k) * V < head + count) in[k].v = load_within(first + lane + 32 * k, from_end);
-  CUTE_UNROLL
-  for (int k = 0; k < kPerLane; ++k)
-    if ((lane + 32 * k) * V < head + count)
-      CUTE_UNROLL
-      for (int j = 0; j < V; ++j) stage[padded((lane + 32 * k) * V + j)] = in[k].e[j];
-  return head;
+  constexpr int V = kPerVector<T>;
+  auto const* const bytes = reinterpret_cast<unsigned char const*>(run);
+  stage_covers<1, kRunVectors<T, kRun>>(bytes, 0, int64_t(count) * int(sizeof(T)), from_end, lane,
+                                        [&](int i, Vec const& v) {
+                                          union {
+                                            Vec v;
+                                            T e[V];
+                                          } const in{v};
+                                          CUTE_UNROLL
+                                          for (int j = 0; j < V; ++j) stage[padded(i * V + j)] = in.e[j];
+                                        });
+  return offset_in_vector(bytes) / int(sizeof(T));
+}
+
+// A warp that stores 32 consecutive elements of a plane, one a lane, starting r elements into an
+// aligned span of 32 elements, straddles two spans: three 32-byte sectors instead of two for
+// 2-byte elements, five instead of four for 4-byte ones. Where the warp read its run in aligned
+// vectors (kStagesVectors), it writes its planes in whole spans instead: the lanes shift back by
+// r = into_span(plane) and the warp takes one store more per plane (move_elements). Measured on
+// an H200 against the unshifted stores (a probe-only switch; bit-checked, better of two rounds):
+//   design grids (seeds 81-84 and the sweep's 22: 240 element-mode unpacks of 1-16-byte
+//   elements, shifted wherever the element was 1-4 bytes): bfloat16 1.13x over 76 (0.95-1.29);
+//   float32 with gaps read 1.02x over 40 (0.97-1.13); float32 without gaps (one element per
+//   load) 1.00x over 43 (0.90-1.06): left out; uint8 (16 channels) 0.60x over 11: left out; 8-
+//   and 16-byte elements were not shifted (their 0.96-1.05 spread is the noise of two runs);
+//   held out (seed 85, this rule): 98 unpacks it shifts, 1.08x, none under 0.97x (three of 11-34
+//   us at 0.97-0.98): bfloat16 1.12x over 63 (0.80 -> 0.90 of clone), float32 with gaps 1.02x
+//   over 35 (0.86 -> 0.88); the 20 it leaves alone 1.00x.
+// docs/PERFORMANCE.md, "Unpacking in element mode: planes written in whole spans".
+template <class T>
+CUTE_DEVICE int into_span(T const* at) {
+  return int(reinterpret_cast<uintptr_t>(at) / sizeof(T) % 32);
 }
 
 template <class T, int C, bool kPack, Gaps G, bool kVectorLoads>
@@ -398,6 +424,7 @@ CUTE_DEVICE void move_elements(T const* from, T* to, int64_t plane_stride, int64
   constexpr bool kGaps = G == Gaps::Skip;
   int const written = G == Gaps::Read ? written_planes : C;
   constexpr int K = pixels_per_lane<T, C, false>();
+  constexpr bool kAlignedStores = kVectorLoads;  // planes written in whole spans (into_span)
   int64_t const left = pixels - warp_x0;
   int const n = left < 32 * K ? int(left) : 32 * K;  // pixels of this warp; n <= 0: none
   int64_t const stride = kGaps ? pixel_stride : C;
@@ -433,9 +460,18 @@ CUTE_DEVICE void move_elements(T const* from, T* to, int64_t plane_stride, int64
     CUTE_UNROLL
     for (int c = 0; c < C; ++c) {
       if (c == written) break;
-      CUTE_UNROLL
-      for (int j = 0; j < K; ++j)
-        if (int const x = j * 32 + lane; x < n) out_planes[c * plane_stride + x] = stage[padded(head + x * C + c)];
+      if constexpr (kAlignedStores) {
+        // Store j of the lane: pixel 32 j + x0 of plane c, staged at padded(head + (32 j + x0) C + c).
+        T* const plane = out_planes + c * plane_stride;
+        int const x0 = lane - into_span(plane), p0 = floor_padded(head + x0 * C + c);
+        CUTE_UNROLL
+        for (int j = 0; j <= K; ++j)
+          if (unsigned(32 * j + x0) < unsigned(cute::max(n, 0))) plane[x0 + 32 * j] = stage[p0 + 33 * C * j];
+      } else {
+        CUTE_UNROLL
+        for (int j = 0; j < K; ++j)
+          if (int const x = j * 32 + lane; x < n) out_planes[c * plane_stride + x] = stage[padded(head + x * C + c)];
+      }
     }
   }
   __syncwarp();  // the stage is reused by the next block's pixels
@@ -450,7 +486,7 @@ __global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks
   constexpr int K = pixels_per_lane<T, C, kVector>();
   constexpr int kWarps = kThreads / 32;
   using Staged = cute::conditional_t<kVector, Vec, T>;
-  constexpr int kCovered = kVectorLoads ? kRunVectors<T, 32 * K * C> * (16 / int(sizeof(T))) : 32 * K * C;
+  constexpr int kCovered = kVectorLoads ? kRunVectors<T, 32 * K * C> * kPerVector<T> : 32 * K * C;
   constexpr int kStaged = kVector ? 32 * C : kCovered + (kCovered + 31) / 32;  // per warp (padded)
   // Raw bytes: a 16-byte element type has constructors, which __shared__ variables may not run.
   __shared__ alignas(16) unsigned char raw[kWarps * kStaged * sizeof(Staged)];
