@@ -404,6 +404,8 @@ CUTE_DEVICE int stage_run_vectors(T const* run, int count, unsigned char const* 
 // ran 2.7 x as fast over 13 shapes, 2 of which first showed it (2.0-3.2 x; 0.16-0.29 of clone
 // to 0.47-0.64, where eager reaches 0.12-0.46; probe-only switch, bit-checked, better of two
 // rounds). Unpacks of 1-byte elements with gaps read take the same form; none was timed.
+template <class T, bool kPack>
+constexpr bool kStepped = sizeof(T) == 1 && !kPack;
 
 // A warp that stores 32 consecutive elements of a plane, one a lane, starting r elements into an
 // aligned span of 32 elements, straddles two spans: three 32-byte sectors instead of two for
@@ -433,7 +435,6 @@ CUTE_DEVICE void move_elements(T const* from, T* to, int64_t plane_stride, int64
   int const written = G == Gaps::Read ? written_planes : C;
   constexpr int K = pixels_per_lane<T, C, false>();
   constexpr bool kAlignedStores = kVectorLoads;  // planes written in whole spans (into_span)
-  constexpr bool kStepped = sizeof(T) == 1 && !kPack;  // one base a lane (kStepped, above)
   int64_t const left = pixels - warp_x0;
   int const n = left < 32 * K ? int(left) : 32 * K;  // pixels of this warp; n <= 0: none
   int64_t const stride = kGaps ? pixel_stride : C;
@@ -458,7 +459,7 @@ CUTE_DEVICE void move_elements(T const* from, T* to, int64_t plane_stride, int64
     int head = 0;
     if constexpr (kVectorLoads) {
       if (n > 0) head = stage_run_vectors<T, 32 * K * C>(in_run, count, from_end, lane, stage);
-    } else if constexpr (kStepped && !kGaps) {
+    } else if constexpr (kStepped<T, kPack> && !kGaps) {  // one base a lane
       // Load i of the lane: element 32 i + lane of the run, staged at padded(32 i + lane) = lane + 33 i.
       T const* const lane_run = in_run + lane;
       loads_then_stores<C * K>([&](int i) { return 32 * i + lane < count; },  // loads first
@@ -475,7 +476,7 @@ CUTE_DEVICE void move_elements(T const* from, T* to, int64_t plane_stride, int64
     CUTE_UNROLL
     for (int c = 0; c < C; ++c) {
       if (c == written) break;
-      if constexpr (kAlignedStores || kStepped) {
+      if constexpr (kAlignedStores || kStepped<T, kPack>) {
         // Store j of the lane: pixel 32 j + x0 of plane c, staged at padded(head + (32 j + x0) C + c).
         T* const plane = out_planes + c * plane_stride;
         int const x0 = lane - (kAlignedStores ? into_span(plane) : 0), p0 = floor_padded(head + x0 * C + c);
