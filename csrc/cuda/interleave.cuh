@@ -404,6 +404,10 @@ CUTE_DEVICE int stage_run_vectors(T const* run, int count, unsigned char const* 
 // ran 2.7 x as fast over 13 shapes, 2 of which first showed it (2.0-3.2 x; 0.16-0.29 of clone
 // to 0.47-0.64, where eager reaches 0.12-0.46; probe-only switch, bit-checked, better of two
 // rounds). Unpacks of 1-byte elements with gaps read take the same form; none was timed.
+// Wider elements keep one address per access where they do not write in whole spans: the one-
+// base form for their loads and stores ran 1.00 x over 55 unpacks of 4-16-byte elements, but
+// 7-channel float32 ones at 0.88-0.96 x in both of two runs; for their stores alone, 0.985 x
+// over 86, float32 ones with 9-10 channels at 0.74-0.78 x (probe-only switch, as above).
 template <class T, bool kPack>
 constexpr bool kStepped = sizeof(T) == 1 && !kPack;
 
