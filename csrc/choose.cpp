@@ -312,7 +312,7 @@ int64_t pixel_stride_of(Problem const& p, bool pack) { return pack ? p.out_col_s
 // the element size (one element per access, any alignment, pixels any distance apart); 0 when
 // it cannot run.
 //
-// Realigned vectors (cuda/interleave.cuh) for 1-byte elements only. On the H100 (do_bench
+// Realigned vectors (cuda/interleave_realigned.cuh) for 1-byte elements only. On the H100 (do_bench
 // beside clone, the better of two rounds; image batches of 64 x 299^2 and 32 x 225^2 with 2-4
 // channels, both ways, and 7840857 x 3 matrices), uint8 ran realigned at 0.82-0.99 of clone in
 // its first form (0.89-1.28 with the owned vectors it has now: docs/PERFORMANCE.md), one

@@ -23,7 +23,7 @@ constexpr int kMaxDims = 8;
 // 16-byte vectors up to kMaxVectorChannels.
 constexpr int kMaxChannels = 16, kMaxVectorChannels = 8;
 
-// Two facts of the Interleave kernel's one-element-per-access mode (cuda/interleave.cuh) that the
+// Two facts of the Interleave kernel's one-element-per-access mode (cuda/interleave_element.cuh) that the
 // chooser shares.
 //
 // Pixels per lane: K = 16 / E (as in vector mode) while a warp's run of 32 * K pixels of C
@@ -113,7 +113,7 @@ struct Problem {
 
 // The Interleave kernel's vector mode runs as is when every plane, every batch offset and both
 // tensors start on a 16-byte boundary (pack: planes -> interleaved, m the planes; unpack: n the
-// channels, m the pixels); otherwise uint8 realigns (cuda/interleave.cuh) and wider elements
+// channels, m the pixels); otherwise uint8 realigns (cuda/interleave_realigned.cuh) and wider elements
 // move one element per access (choose.cpp, interleave_width).
 inline bool interleave_vectors_aligned(Problem const& p, bool pack) {
   int64_t const K = 16 / p.element_size;
