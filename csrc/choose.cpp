@@ -314,13 +314,13 @@ int64_t pixel_stride_of(Problem const& p, bool pack) { return pack ? p.out_col_s
 //
 // Realigned vectors (cuda/interleave_realigned.cuh) for 1-byte elements only. On the H100 (do_bench
 // beside clone, the better of two rounds; image batches of 64 x 299^2 and 32 x 225^2 with 2-4
-// channels, both ways, and 7840857 x 3 matrices), uint8 ran realigned at 0.82-0.99 of clone in
-// its first form (0.89-1.28 with the owned vectors it has now: docs/PERFORMANCE.md), one
-// element per access at 0.63-0.78, ATen's copy at 0.47-0.65. Two-byte elements ran at
-// 0.83-0.85 realigned, 0.87-0.92 one element per access; four-byte ones 0.77-0.82 and
-// 0.94-1.0: their single-element accesses already move 2-4 times the bytes of uint8's, and
-// the realigned mode's shifts and edge stores cost more than they save (in its first form; the
-// owned vectors are written for bytes and not measured on wider elements).
+// channels, both ways, and 7840857 x 3 matrices), uint8 ran realigned at 0.82-0.99 of clone in its
+// first form (0.89-1.28 with the owned vectors it has now: docs/PERFORMANCE.md), one element per
+// access at 0.63-0.78, ATen's copy at 0.47-0.65. Two-byte elements ran at 0.83-0.85 realigned,
+// 0.87-0.92 one element per access; four-byte ones 0.77-0.82 and 0.94-1.0: their single-element
+// accesses already move 2-4 times the bytes of uint8's, and the realigned mode's shifts and edge
+// stores cost more than they save (in its first form; the owned vectors are written for bytes and
+// not measured on wider elements).
 int interleave_width(Problem const& p, bool pack, std::string* why) {
   int64_t const E = p.element_size;
   int64_t const C = interleave_channels(p, pack);

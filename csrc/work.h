@@ -23,8 +23,8 @@ constexpr int kMaxDims = 8;
 // 16-byte vectors up to kMaxVectorChannels.
 constexpr int kMaxChannels = 16, kMaxVectorChannels = 8;
 
-// Two facts of the Interleave kernel's one-element-per-access mode (cuda/interleave_element.cuh) that the
-// chooser shares.
+// Two facts of the Interleave kernel's one-element-per-access mode (cuda/interleave_element.cuh)
+// that the chooser shares.
 //
 // Pixels per lane: K = 16 / E (as in vector mode) while a warp's run of 32 * K pixels of C
 // elements stays within 4 KiB.
@@ -113,8 +113,8 @@ struct Problem {
 
 // The Interleave kernel's vector mode runs as is when every plane, every batch offset and both
 // tensors start on a 16-byte boundary (pack: planes -> interleaved, m the planes; unpack: n the
-// channels, m the pixels); otherwise uint8 realigns (cuda/interleave_realigned.cuh) and wider elements
-// move one element per access (choose.cpp, interleave_width).
+// channels, m the pixels); otherwise uint8 realigns (cuda/interleave_realigned.cuh) and wider
+// elements move one element per access (choose.cpp, interleave_width).
 inline bool interleave_vectors_aligned(Problem const& p, bool pack) {
   int64_t const K = 16 / p.element_size;
   bool ok = (pack ? p.row_stride : p.out_col_stride) % K == 0 && reinterpret_cast<uintptr_t>(p.src) % 16 == 0 &&

@@ -645,12 +645,12 @@ def test_interleave_reads_runs_in_aligned_vectors(dtype, channels, stride, pixel
 
 
 # Element mode unpacking, where it writes its planes in whole aligned spans of 32 elements (the
-# lanes shifted back by into_span in cuda/interleave_element.cuh: bfloat16, float32 with gaps read) and
-# where it does not: the planes of a batch, of pixel counts 1 to 31 past a multiple of 32, start
-# at every offset into a span; the storage starts 0 or 13 elements into its allocation; pixels
-# carry gaps read with them, or gaps skipped, or none (16 uint8 channels: the 1-byte kernels
-# that address from one base a lane); the last warp's run ends early. A pixel that two warps
-# wrote, or that none did, fails the compare against the poisoned output.
+# lanes shifted back by into_span in cuda/interleave_element.cuh: bfloat16, float32 with gaps
+# read) and where it does not: the planes of a batch, of pixel counts 1 to 31 past a multiple of
+# 32, start at every offset into a span; the storage starts 0 or 13 elements into its allocation;
+# pixels carry gaps read with them, or gaps skipped, or none (16 uint8 channels: the 1-byte
+# kernels that address from one base a lane); the last warp's run ends early. A pixel that two
+# warps wrote, or that none did, fails the compare against the poisoned output.
 @needs_cuda
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16, torch.float32, torch.float64, torch.complex128],
                          ids=dtype_id)

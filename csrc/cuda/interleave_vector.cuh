@@ -64,8 +64,8 @@ CUTE_DEVICE void shuffle(Vec const (&in)[C], Vec (&out)[C]) {
 // way, unpacked 64 x 299^2 x 4 uint8 at 0.68 of clone with the rotation and 0.63 without, but
 // packed 0.02-0.04 slower with it (its stores read the stage at i and i - 1, which the rotation
 // puts on one group). Other C are left as they are (odd C is conflict-free; 2 and 6 are 2-way
-// either way). Realigned mode's `spread` (interleave_realigned.cuh) is conflict-free for every C by a bank model;
-// vector mode has not been timed with it.
+// either way). Realigned mode's `spread` (interleave_realigned.cuh) is conflict-free for every C
+// by a bank model; vector mode has not been timed with it.
 template <int C, bool kPack>
 CUTE_DEVICE int staged(int i) {
   if constexpr (C % 4 == 0 && !kPack) return (i & ~7) | ((i + (i >> 3)) & 7);
