@@ -869,6 +869,37 @@ std::optional<Choice> tile_gives_way(Plan const& plan, Choice const& pick, Devic
   return std::nullopt;
 }
 
+// Unpacking C = 2-3 channels of 8-byte elements one element per access, the interleave kernel
+// reads C * 8 bytes a pixel and takes the dim beside the channels as a batch dim, though where
+// that dim's input stride is C the input holds runs of C * its size elements: float64 (a, b, C)
+// reversed to (C, b, a) and the like. The split kernel reads those runs whole. On a GPU whose
+// rule it is (Device::dense_unpacks_split), split takes such unpacks (input not broadcast)
+// wherever it is offered. Measured on an H200 (docs/PERFORMANCE.md, "Unpacks whose channels run
+// on: the split kernel"; the pick, interleave and split forced by name, bit-checked, the better
+// of two rounds beside clone):
+// - two grids of float64 (a, b, C) reversed and (B, a, b, C) permuted (2, 0, 3, 1), 2^21-2^28
+//   bytes (seeds 131 and 132), from which the rule was drawn: with C = 2-3, split ran 1.33 x and
+//   1.16 x interleave (11 and 10 shapes, up to 1.85 x; more than 5% slower on one each, of 13
+//   and 14 us); with C = 4, 0.97 x and 1.01 x (2 and 5 shapes, 0.94 x on two of 49 and 287 us):
+//   four channels keep interleave;
+// - drawn afresh with the rule built in (ranks 3-5, C = 2-3, some stepped or offset outer dims;
+//   seed 151): 1.20 x interleave over 149 shapes, 0.656 -> 0.786 of clone, faster on 125, more
+//   than 5% slower on 10 (down to 0.82 x: (345, 3396, 13, 3) permuted (1, 3, 2, 0), 179 us);
+//   never slower than ATen's copy.
+// The H100's timings point the other way: its tuning grids ran that class's 4 offset slices
+// (gaps after each pixel: the rule leaves them) on interleave at 1.14-2.24 x split, float64
+// (4, 5792, 50, 3) permuted (2, 0, 3, 1) at 1.33 x, and its autotuning timed the sweep's four
+// cells that the rule moves at 0.76-0.94 x interleave on split: the rule is the H200's.
+std::optional<Choice> split_takes_dense_unpacks(Plan const& plan, Choice const& pick, Device const& device) {
+  if (!device.dense_unpacks_split || pick.kernel != Kernel::Interleave || pick.pack || plan.element_size != 8 ||
+      pick.width != 8 || pick.channels > 3 || broadcast_input(plan))
+    return std::nullopt;
+  Batch const& batch = pick.problem->batch;
+  bool runs_on = false;  // the channels' run continues into a batch dim
+  for (int d = 0; d < batch.rank; ++d) runs_on = runs_on || (batch.size[d] > 1 && batch.in_stride[d] == pick.channels);
+  return runs_on ? force(plan, Kernel::Split, device, nullptr) : std::nullopt;
+}
+
 std::optional<Choice> small_transpose(Plan const& plan, Device const& device) {
   if (plan.copy_route() || broadcast_input(plan)) return std::nullopt;
   auto c = force(plan, Kernel::Lean, device, nullptr);
@@ -1024,6 +1055,9 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     own tiles, or 4-byte ones in split's where lean is not offered (tile_gives_way has the
 //     measurements): float32 NHWC -> NCHW of (32, 56, 56, 256) 0.924 -> 0.990 of clone, the
 //     TTC suite's (15, 15, 32, 15, 5, 112) -> (1, 4, 0, 5, 3, 2) 0.792 -> 0.942 (split).
+//   - Unpacks of 2-3 channels of 8-byte elements one element per access whose channels' run
+//     continues into the next dim in split (split_takes_dense_unpacks has the measurements):
+//     the sweep's float64 (24099, 164, 2) reversed 0.693 -> 0.841 of clone.
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
   if (name.find("H200") != std::string::npos) {
@@ -1033,6 +1067,7 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.rows_gather = true;
     d.lean_element_loads = true;
     d.tile_gives_way = true;
+    d.dense_unpacks_split = true;
   }
   return d;
 }
@@ -1475,6 +1510,10 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
                                             ? "4- or 8-byte elements in 16-byte vectors, on a GPU whose rule runs them in lean's own tiles: run lean"
                                             : "4-byte elements in 16-byte vectors where lean is not offered, on a GPU whose rule runs them in split: run split"))
           return *moved;
+      if (auto split = instead(split_takes_dense_unpacks(plan, *c, device),
+                               "channels of 8-byte elements whose runs continue into the next dim, unpacked one "
+                               "element per access, on a GPU whose rule runs them in split: run split"))
+        return *split;
       if (gather_takes_rows(plan, *c, device))
         if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr),
                                   "rows in narrow vectors whose index arithmetic costs more than gather's loads, on a GPU whose rule runs them in gather: run gather"))

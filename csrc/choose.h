@@ -87,6 +87,10 @@ struct Device {
   // run the lean kernel in its own tile shape where it is offered, else 4-byte ones the split
   // kernel where it is (tile_gives_way, choose.cpp).
   bool tile_gives_way = false;
+  // Unpacks of 2-3 channels of 8-byte elements that the table gives the interleave kernel one
+  // element per access, where the channels' run continues into the next dim, run the split
+  // kernel (split_takes_dense_unpacks, choose.cpp).
+  bool dense_unpacks_split = false;
 };
 
 // `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as

@@ -536,6 +536,37 @@ def test_explain_on_an_h200_gives_the_tile_kernels_4_and_8_byte_work_away(shape,
     assert moved == (on_h200 != "tile"), h200
 
 
+# ... and unpacks of 2-3 channels of 8-byte elements that the table gives the interleave kernel
+# one element per access run the split kernel on an H200 where the channels' run continues into
+# the next dim. Four channels, 4- and 16-byte elements, channels with gaps between pixels (an
+# offset slice) and broadcast inputs keep the H100's pick.
+@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
+    ((9119, 7035, 2), (2, 1, 0), torch.float64, None, "split"),  # the sweep's
+    ((40, 19273, 10, 3), (2, 0, 3, 1), torch.float64, None, "split"),
+    ((9119, 7035, 2), (2, 1, 0), torch.complex64, None, "split"),  # 8-byte elements of another dtype
+    ((9119, 7035, 4), (2, 1, 0), torch.float64, None, None),  # four channels
+    ((9119, 7035, 2), (2, 1, 0), torch.float32, None, None),  # 4-byte elements
+    ((9119, 7035, 2), (2, 1, 0), torch.float64, "offset", None),  # a gap after each pixel
+    ((9119, 7035, 2), (2, 1, 0), torch.float64, "expand", None),  # broadcast
+])
+def test_explain_on_an_h200_runs_dense_8_byte_unpacks_in_split(shape, dims, dtype, view, on_h200):
+    if view == "offset":
+        x = torch.empty(shape[:-1] + (shape[-1] + 1,), dtype=dtype, device="meta").narrow(-1, 1, shape[-1])
+    elif view == "expand":
+        x = torch.empty((1,) + shape[1:], dtype=dtype, device="meta").expand(shape)
+    else:
+        x = torch.empty(shape, dtype=dtype, device="meta")
+    h100 = cute_transpose.explain(x, dims)["cuda"]
+    h200 = cute_transpose.explain(x, dims, gpu="NVIDIA H200")["cuda"]
+    moved = "channels of 8-byte elements whose runs continue" in h200["reason"]
+    if on_h200 is None:
+        assert h200["kernel"] == h100["kernel"] and not moved, (h100, h200)
+        return
+    assert h100["kernel"] == "interleave" and "one element per access" in h100["config"], h100
+    assert h200["kernel"] == on_h200 and moved, h200
+    assert "8-byte vectors" in h200["config"]
+
+
 @pytest.mark.parametrize("shape, dims, route", [
     ((64, 32), (1, 0), "transpose"),
     ((4, 6, 64), (1, 0, 2), "copy"),
