@@ -546,6 +546,7 @@ def test_explain_on_an_h200_gives_the_tile_kernels_4_and_8_byte_work_away(shape,
     ((9119, 7035, 2), (2, 1, 0), torch.complex64, None, "split"),  # 8-byte elements of another dtype
     ((9119, 7035, 4), (2, 1, 0), torch.float64, None, None),  # four channels
     ((9119, 7035, 2), (2, 1, 0), torch.float32, None, None),  # 4-byte elements
+    ((2157, 1797, 4), (2, 1, 0), torch.complex128, None, None),  # 16-byte elements
     ((9119, 7035, 2), (2, 1, 0), torch.float64, "offset", None),  # a gap after each pixel
     ((9119, 7035, 2), (2, 1, 0), torch.float64, "expand", None),  # broadcast
 ])
