@@ -12,7 +12,9 @@ eager by more than 0.05 and the new pick is ATen's copy (a change there may cost
 has an `autotuned` column, whose first call timed every candidate kernel of the cell (explain()'s
 reason lists the median launches), a changed cell also shows the new pick's ratio to clone
 estimated from those timings: the measured ratio x (old kernel's time / new kernel's time). The
-inputs are meta tensors: nothing is allocated or run. `arch` (default 90) picks the table.
+inputs are meta tensors: nothing is allocated or run. `arch` (default 90) picks the table, and
+the GPU the run names (its meta's device_name, or --gpu) picks the rules of that model (an
+H200's own, explain()'s `gpu=`).
 """
 
 from __future__ import annotations
@@ -34,9 +36,10 @@ from bench.cases import View
 from bench.harness import ext, meta_input
 
 
-def chosen(x: torch.Tensor, dims: Sequence[int], arch: int) -> str:
-    """The kernel the chooser picks for permute(x, dims) on a GPU of `arch`."""
-    return json.loads(torch.ops.cute_transpose._explain(x, list(dims), arch, ""))["kernel"]
+def chosen(x: torch.Tensor, dims: Sequence[int], arch: int, gpu: str = "") -> str:
+    """The kernel the chooser picks for permute(x, dims) on a GPU of `arch` named `gpu` (as
+    torch.cuda.get_device_name gives it; "" for the H100's rules)."""
+    return json.loads(torch.ops.cute_transpose._explain(x, list(dims), arch, "", gpu))["kernel"]
 
 
 SECTIONS = ("results", "permute", "sweep", "workloads")  # a run's tables, by section
@@ -61,10 +64,13 @@ def estimate(row: dict) -> Optional[float]:
     return row["ours"] * t[row["ran"]] / t[row["now"]]
 
 
-def rechoose(saved: dict, arch: int = 90) -> list[dict]:
+def rechoose(saved: dict, arch: int = 90, gpu: Optional[str] = None) -> list[dict]:
     """One row per measured cell: its key, the kernel that ran, its and eager's ratio to clone,
-    and the kernel this build picks."""
+    and the kernel this build picks on the GPU that measured the run (`gpu`, or else the one its
+    meta names)."""
     ext()
+    if gpu is None:
+        gpu = (saved.get("meta") or {}).get("device_name") or ""
     ops = collections.defaultdict(dict)
     for r in (r for section in SECTIONS for r in saved.get(section, ())):
         key = (r["case"], tuple(r["shape"]), tuple(r["dims"]), r["dtype"], json.dumps(r["view"]), r.get("group", ""))
@@ -78,7 +84,7 @@ def rechoose(saved: dict, arch: int = 90) -> list[dict]:
         rows.append({"case": case, "shape": shape, "dtype": dtype, "view": layout,
                      "ran": ours["explain"]["kernel"], "ours": ours.get("ratio") or 0.0,
                      "eager": (eager or {}).get("ratio") or 0.0,
-                     "now": chosen(meta_input(shape, dtype, layout), dims, arch),
+                     "now": chosen(meta_input(shape, dtype, layout), dims, arch, gpu),
                      "timings": autotune_timings(cell.get("autotuned"))})
     return rows
 
@@ -95,9 +101,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("run_json", type=Path, help="a saved <gpu>-sweep.json or <gpu>.json")
     p.add_argument("--arch", type=int, default=90, help="the table to look up [90]")
+    p.add_argument("--gpu", default=None,
+                   help="the GPU model whose rules to replay, as torch.cuda.get_device_name names it [the run's own]")
     p.add_argument("--all", action="store_true", help="every cell, not only the changed ones")
     args = p.parse_args(argv)
-    rows = rechoose(json.loads(args.run_json.read_text()), args.arch)
+    rows = rechoose(json.loads(args.run_json.read_text()), args.arch, args.gpu)
     changed = collections.Counter()
     for r in rows:
         if r["ran"] != r["now"]:
