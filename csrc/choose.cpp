@@ -869,6 +869,13 @@ std::optional<Choice> tile_gives_way(Plan const& plan, Choice const& pick, Devic
   return std::nullopt;
 }
 
+// Whether some batch dim of two or more indices steps through the input `stride` elements apart.
+bool batch_in_stride(Batch const& batch, int64_t stride) {
+  for (int d = 0; d < batch.rank; ++d)
+    if (batch.size[d] > 1 && batch.in_stride[d] == stride) return true;
+  return false;
+}
+
 // Unpacking C = 2-3 channels of 8-byte elements one element per access, the interleave kernel
 // reads C * 8 bytes a pixel and takes the dim beside the channels as a batch dim, though where
 // that dim's input stride is C the input holds runs of C * its size elements: float64 (a, b, C)
@@ -894,11 +901,9 @@ std::optional<Choice> tile_gives_way(Plan const& plan, Choice const& pick, Devic
 // cells that the rule moves at 0.76-0.94 x interleave on split: the rule is the H200's.
 std::optional<Choice> split_takes_dense_unpacks(Plan const& plan, Choice const& pick, Device const& device) {
   if (!device.dense_unpacks_split || pick.kernel != Kernel::Interleave || pick.pack || plan.element_size != 8 ||
-      pick.width != 8 || pick.channels > 3 || broadcast_input(plan))
+      pick.width != plan.element_size || pick.channels > 3 || broadcast_input(plan))
     return std::nullopt;
-  Batch const& batch = pick.problem->batch;
-  bool runs_on = false;  // the channels' run continues into a batch dim
-  for (int d = 0; d < batch.rank; ++d) runs_on = runs_on || (batch.size[d] > 1 && batch.in_stride[d] == pick.channels);
+  bool const runs_on = batch_in_stride(pick.problem->batch, pick.channels);  // into the next dim
   return runs_on ? force(plan, Kernel::Split, device, nullptr) : std::nullopt;
 }
 
@@ -1344,9 +1349,7 @@ int64_t realign_tiles(Problem const& p) {
 // speed over the H100 tuning grids (geomean, 125 shapes; slower on 93), and at 0.54 of clone on
 // the sweep's (6109111, 5) bfloat16 pixels expanded from one, where ATen's copy ran 0.99.
 bool broadcast(Problem const& p) {
-  bool any = (p.rows > 1 && p.row_stride == 0) || (p.cols > 1 && p.col_stride == 0);
-  for (int d = 0; d < p.batch.rank; ++d) any = any || (p.batch.size[d] > 1 && p.batch.in_stride[d] == 0);
-  return any;
+  return (p.rows > 1 && p.row_stride == 0) || (p.cols > 1 && p.col_stride == 0) || batch_in_stride(p.batch, 0);
 }
 
 bool offered(Choice const& c, std::string* why) {
