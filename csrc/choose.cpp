@@ -876,32 +876,41 @@ bool batch_in_stride(Batch const& batch, int64_t stride) {
   return false;
 }
 
-// Unpacking C = 2-3 channels of 8-byte elements one element per access, the interleave kernel
-// reads C * 8 bytes a pixel and takes the dim beside the channels as a batch dim, though where
-// that dim's input stride is C the input holds runs of C * its size elements: float64 (a, b, C)
-// reversed to (C, b, a) and the like. The split kernel reads those runs whole. On a GPU whose
-// rule it is (Device::dense_unpacks_split), split takes such unpacks (input not broadcast)
-// wherever it is offered. Measured on an H200 (docs/PERFORMANCE.md, "Unpacks whose channels run
-// on: the split kernel"; the pick, interleave and split forced by name, bit-checked, the better
-// of two rounds beside clone):
+// Unpacking C = 2-3 channels of 8-byte elements (or 4 of 16-byte ones) one element per access,
+// the interleave kernel reads a pixel's C elements and takes the dim beside the channels as a
+// batch dim, though where that dim's input stride is C the input holds runs of C * its size
+// elements: float64 (a, b, C) reversed to (C, b, a) and the like. The split kernel reads those
+// runs whole. On a GPU whose rule it is (Device::dense_unpacks_split), split takes such unpacks
+// (input not broadcast; with 16-byte elements, output rows of 600 or more) wherever it is
+// offered. Measured on an H200 (docs/PERFORMANCE.md, "Unpacks whose channels run on: the split
+// kernel"; the pick, interleave and split forced by name, bit-checked, the better of two rounds
+// beside clone):
 // - two grids of float64 (a, b, C) reversed and (B, a, b, C) permuted (2, 0, 3, 1), 2^21-2^28
 //   bytes (seeds 131 and 132), from which the rule was drawn: with C = 2-3, split ran 1.33 x and
 //   1.16 x interleave (11 and 10 shapes, up to 1.85 x; more than 5% slower on one each, of 13
 //   and 14 us); with C = 4, 0.97 x and 1.01 x (2 and 5 shapes, 0.94 x on two of 49 and 287 us):
-//   four channels keep interleave;
+//   four 8-byte channels keep interleave;
 // - drawn afresh with the rule built in (ranks 3-5, C = 2-3, some stepped or offset outer dims;
 //   seed 151): 1.20 x interleave over 149 shapes, 0.656 -> 0.786 of clone, faster on 125, more
 //   than 5% slower on 10 (down to 0.82 x: (345, 3396, 13, 3) permuted (1, 3, 2, 0), 179 us);
-//   never slower than ATen's copy. Widened to complex128 unpacks of up to 4 channels, on a grid
-//   drawn afresh (seed 152, 78 shapes taken): 1.08 x, but (25, 138, 1712, 5, 4) permuted (2, 0,
-//   4, 3, 1) ran split at 0.55 of clone, interleave 0.84, eager 0.70: 16-byte elements keep it.
+//   never slower than ATen's copy;
+// - complex128 (only four channels reach interleave one element per access): over a grid
+//   (seed 152, 78 shapes), 1.08 x, but (25, 138, 1712, 5, 4) permuted (2, 0, 4, 3, 1), output
+//   rows of 5, ran split at 0.55 of clone, interleave 0.84, eager 0.70. By output row length:
+//   1.12 x over the 58 shapes with rows of 600 or more (worst 0.93 x), 0.99 x over the 20 with
+//   shorter rows (all the losses under 0.9 x). Drawn afresh with rows >= 600 built in (seed 153):
+//   1.11 x over 82 shapes, 0.801 -> 0.890 of clone, faster on 74, more than 5% slower on 5
+//   (down to 0.87 x: (1565, 14487, 4) reversed, 994 us; reversals of (a, b, 4) with b over
+//   9000 ran 0.87-1.13 x); never slower than ATen's copy (0.26-0.41 of clone there).
 // The H100's timings point the other way: its tuning grids ran that class's 4 offset slices
 // (gaps after each pixel: the rule leaves them) on interleave at 1.14-2.24 x split, float64
 // (4, 5792, 50, 3) permuted (2, 0, 3, 1) at 1.33 x, and its autotuning timed the sweep's four
 // cells that the rule moves at 0.76-0.94 x interleave on split: the rule is the H200's.
 std::optional<Choice> split_takes_dense_unpacks(Plan const& plan, Choice const& pick, Device const& device) {
-  if (!device.dense_unpacks_split || pick.kernel != Kernel::Interleave || pick.pack || plan.element_size != 8 ||
-      pick.width != plan.element_size || pick.channels > 3 || broadcast_input(plan))
+  int const E = plan.element_size;
+  bool const measured = (E == 8 && pick.channels <= 3) || (E == 16 && pick.channels == 4 && pick.problem->rows >= 600);
+  if (!device.dense_unpacks_split || pick.kernel != Kernel::Interleave || pick.pack || pick.width != E || !measured ||
+      broadcast_input(plan))
     return std::nullopt;
   bool const runs_on = batch_in_stride(pick.problem->batch, pick.channels);  // into the next dim
   return runs_on ? force(plan, Kernel::Split, device, nullptr) : std::nullopt;
@@ -1516,7 +1525,7 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
                                             : "4-byte elements in 16-byte vectors where lean is not offered, on a GPU whose rule runs them in split: run split"))
           return *moved;
       if (auto split = instead(split_takes_dense_unpacks(plan, *c, device),
-                               "channels of 8-byte elements whose runs continue into the next dim, unpacked one "
+                               "channels of 8- or 16-byte elements whose runs continue into the next dim, unpacked one "
                                "element per access, on a GPU whose rule runs them in split: run split"))
         return *split;
       if (gather_takes_rows(plan, *c, device))

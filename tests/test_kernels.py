@@ -536,21 +536,25 @@ def test_explain_on_an_h200_gives_the_tile_kernels_4_and_8_byte_work_away(shape,
     assert moved == (on_h200 != "tile"), h200
 
 
-# ... and unpacks of 2-3 channels of 8-byte elements that the table gives the interleave kernel
-# one element per access run the split kernel on an H200 where the channels' run continues into
-# the next dim. Four channels, 4- and 16-byte elements, channels with gaps between pixels (an
-# offset slice) and broadcast inputs keep the H100's pick.
+# ... and unpacks of 2-3 channels of 8-byte elements (or 4 of 16-byte elements into output rows
+# of 600 or more) that the table gives the interleave kernel one element per access run the
+# split kernel on an H200 where the channels' run continues into the next dim. Four 8-byte
+# channels, 4-byte elements, 16-byte elements into short rows, channels with gaps between pixels
+# (an offset slice) and broadcast inputs keep the H100's pick.
 @pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
     ((9119, 7035, 2), (2, 1, 0), torch.float64, None, "split"),  # the sweep's
     ((40, 19273, 10, 3), (2, 0, 3, 1), torch.float64, None, "split"),
     ((9119, 7035, 2), (2, 1, 0), torch.complex64, None, "split"),  # 8-byte elements of another dtype
     ((9119, 7035, 4), (2, 1, 0), torch.float64, None, None),  # four channels
     ((9119, 7035, 2), (2, 1, 0), torch.float32, None, None),  # 4-byte elements
-    ((2157, 1797, 4), (2, 1, 0), torch.complex128, None, None),  # 16-byte elements
+    ((2157, 1797, 4), (2, 1, 0), torch.complex128, None, "split"),  # 16-byte elements, rows of 2157
+    ((600, 4462, 4), (2, 1, 0), torch.complex128, None, "split"),  # rows of 600
+    ((599, 4462, 4), (2, 1, 0), torch.complex128, None, None),  # rows of 599
+    ((25, 138, 1712, 5, 4), (2, 0, 4, 3, 1), torch.complex128, None, None),  # rows of 5
     ((9119, 7035, 2), (2, 1, 0), torch.float64, "offset", None),  # a gap after each pixel
     ((9119, 7035, 2), (2, 1, 0), torch.float64, "expand", None),  # broadcast
 ])
-def test_explain_on_an_h200_runs_dense_8_byte_unpacks_in_split(shape, dims, dtype, view, on_h200):
+def test_explain_on_an_h200_runs_dense_8_and_16_byte_unpacks_in_split(shape, dims, dtype, view, on_h200):
     if view == "offset":
         x = torch.empty(shape[:-1] + (shape[-1] + 1,), dtype=dtype, device="meta").narrow(-1, 1, shape[-1])
     elif view == "expand":
@@ -559,13 +563,13 @@ def test_explain_on_an_h200_runs_dense_8_byte_unpacks_in_split(shape, dims, dtyp
         x = torch.empty(shape, dtype=dtype, device="meta")
     h100 = cute_transpose.explain(x, dims)["cuda"]
     h200 = cute_transpose.explain(x, dims, gpu="NVIDIA H200")["cuda"]
-    moved = "channels of 8-byte elements whose runs continue" in h200["reason"]
+    moved = "channels of 8- or 16-byte elements whose runs continue" in h200["reason"]
     if on_h200 is None:
         assert h200["kernel"] == h100["kernel"] and not moved, (h100, h200)
         return
     assert h100["kernel"] == "interleave" and "one element per access" in h100["config"], h100
     assert h200["kernel"] == on_h200 and moved, h200
-    assert "8-byte vectors" in h200["config"]
+    assert f"{x.element_size()}-byte vectors" in h200["config"]
 
 
 @pytest.mark.parametrize("shape, dims, route", [

@@ -173,7 +173,8 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     as torch.cuda.get_device_name does (a few rules differ by model: "NVIDIA H200" walks some
     tiles m-tiles first, copies rows in smaller blocks, runs the tile kernel's large-tile work
     in wide or lean tiles, sends narrow row copies over many dims to the gather kernel, and
-    unpacks 2-3 channels of 8-byte elements whose run continues in the split kernel). A
+    unpacks 2-3 channels of 8-byte elements, or 4 of 16-byte elements into output rows of 600
+    or more, whose run continues in the split kernel). A
     CUDA tensor's own device is described, whatever ``gpu`` says. ``kernel=`` names one of
     KERNELS to describe instead of the chooser's pick (an error if it cannot run the permute);
     ``offered`` then says whether the chooser would consider it for this permute at all (it does
