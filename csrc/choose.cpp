@@ -1071,9 +1071,12 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     own tiles, or 4-byte ones in split's where lean is not offered (tile_gives_way has the
 //     measurements): float32 NHWC -> NCHW of (32, 56, 56, 256) 0.924 -> 0.990 of clone, the
 //     TTC suite's (15, 15, 32, 15, 5, 112) -> (1, 4, 0, 5, 3, 2) 0.792 -> 0.942 (split).
-//   - Unpacks of 2-3 channels of 8-byte elements one element per access whose channels' run
-//     continues into the next dim in split (split_takes_dense_unpacks has the measurements):
-//     the sweep's float64 (24099, 164, 2) reversed 0.693 -> 0.841 of clone.
+//   - Row copies of output rows of 16 bytes or more that the table gives ATen's copy, in gather
+//     (gather_takes_aten_rows has the measurements): 1.50 x over 38 held-out shapes.
+//   - Unpacks of 2-3 channels of 8-byte elements (or 4 of 16-byte elements into output rows of
+//     600 or more) one element per access whose channels' run continues into the next dim in
+//     split (split_takes_dense_unpacks has the measurements): the sweep's float64 (24099, 164,
+//     2) reversed 0.679 -> 0.805 of clone.
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
   if (name.find("H200") != std::string::npos) {
@@ -1462,6 +1465,23 @@ int64_t tensor_element_size(Plan const& plan) {
   return plan.elements > 0 ? plan.element_size * plan.numel() / plan.elements : plan.element_size;
 }
 
+// On a GPU whose rule sends narrow row copies to gather (Device::rows_gather, gather_takes_rows),
+// the row copies that the table gives ATen's copy (its copy classes were ranked before gather
+// ran them), from an input with no broadcast dim, in output rows of 16 bytes or more, run
+// gather too. Measured on an H200 (the pick, gather, split and box forced by name,
+// bit-checked, the better of two rounds beside clone; docs/PERFORMANCE.md, "Row copies the
+// table gives ATen's copy"): on a grid of 150 random permutes of ranks 3-6 that the H200 sent to
+// ATen's copy (seed 201; 2^20-2^25 elements of 1-8 bytes, a quarter offset, a quarter stepped),
+// gather ran the 40 row copies 1.46 x as fast, more than 5% slower on one, in rows of 11 bytes
+// (0.63 x); the 32 in rows of 16 bytes or more, all 1.05 x or better. Held out (seed 202): 38
+// such row copies at 1.50 x, 0.607 -> 0.912 of clone, none slower than 0.975 x; with rows under
+// 16 bytes counted too, three of the 8 such ran 0.55-0.68 x. On the transposes of those grids
+// gather ran 1.01 x ATen's copy, either way by up to 2 x: they stay with it.
+bool gather_takes_aten_rows(Plan const& plan, Choice const& c, Device const& device) {
+  return device.rows_gather && c.kernel == Kernel::Aten && plan.copy_route() && !broadcast_input(plan) &&
+         plan.dims[plan.m].size * plan.element_size >= 16;
+}
+
 std::optional<Choice> broadcast_gather(Plan const& plan, Choice const& pick, Device const& device) {
   if (pick.kernel != Kernel::Aten || plan.copy_route() || tensor_element_size(plan) > 4 || !broadcast_input(plan) ||
       distinct_input_bytes(plan) > kGatherFootprint)
@@ -1531,6 +1551,10 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
       if (gather_takes_rows(plan, *c, device))
         if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr),
                                   "rows in narrow vectors whose index arithmetic costs more than gather's loads, on a GPU whose rule runs them in gather: run gather"))
+          return *gather;
+      if (gather_takes_aten_rows(plan, *c, device))
+        if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr),
+                                  "rows of 16 bytes or more that the table gives ATen's copy, on a GPU whose rule runs row copies in gather: run gather"))
           return *gather;
       return *c;
     }

@@ -572,6 +572,36 @@ def test_explain_on_an_h200_runs_dense_8_and_16_byte_unpacks_in_split(shape, dim
     assert f"{x.element_size()}-byte vectors" in h200["config"]
 
 
+# ... and row copies (the innermost dim stays innermost) that the table gives ATen's copy run
+# the gather kernel on an H200 where the output's rows hold 16 bytes or more. Shorter rows,
+# broadcast inputs and transposes keep the H100's pick.
+@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
+    ((498, 4, 1993), (1, 0, 2), torch.float32, None, "gather"),
+    ((148, 5, 8985), (1, 0, 2), torch.bfloat16, None, "gather"),
+    ((42, 327, 321, 3), (1, 0, 2, 3), torch.uint8, None, "gather"),  # rows of 963 bytes (merged)
+    ((2, 6, 29, 6, 40, 27), (4, 0, 1, 3, 2, 5), torch.uint8, None, "gather"),  # rows of 27 bytes
+    ((25, 21, 1445, 11), (2, 0, 1, 3), torch.uint8, "offset", None),  # rows of 11 bytes
+    ((313, 21, 36, 7, 3), (3, 1, 2, 0, 4), torch.uint8, None, None),  # rows of 3 bytes
+    ((148, 5, 8985), (1, 0, 2), torch.bfloat16, "expand", None),  # broadcast
+    ((100, 156, 2, 4, 104, 12), (1, 5, 0, 4, 2, 3), torch.float32, "offset", None),  # a transpose
+])
+def test_explain_on_an_h200_runs_row_copies_of_aten_in_gather(shape, dims, dtype, view, on_h200):
+    if view == "offset":
+        x = torch.empty((shape[0] + 1,) + shape[1:], dtype=dtype, device="meta")[1:]
+    elif view == "expand":
+        x = torch.empty((1,) + shape[1:], dtype=dtype, device="meta").expand(shape)
+    else:
+        x = torch.empty(shape, dtype=dtype, device="meta")
+    h100 = cute_transpose.explain(x, dims)["cuda"]
+    h200 = cute_transpose.explain(x, dims, gpu="NVIDIA H200")["cuda"]
+    moved = "that the table gives ATen's copy" in h200["reason"]
+    if on_h200 is None:
+        assert h200["kernel"] == h100["kernel"] and not moved, (h100, h200)
+        return
+    assert h100["kernel"] == "aten", h100
+    assert h200["kernel"] == on_h200 and moved, h200
+
+
 @pytest.mark.parametrize("shape, dims, route", [
     ((64, 32), (1, 0), "transpose"),
     ((4, 6, 64), (1, 0, 2), "copy"),
