@@ -420,6 +420,23 @@ def test_explain_on_the_cpu_reports_aten_and_the_sm90_choice():
     assert cuda["reason"]
 
 
+def meta_view(shape, dtype, view):
+    """A meta tensor of `shape`: plain (None), "gap" (a one-element gap after each innermost
+    run), "offset" (starting one index into dim 0) or "expand" (broadcast along dim 0)."""
+    if view == "gap":
+        return torch.empty(shape[:-1] + (shape[-1] + 1,), dtype=dtype, device="meta").narrow(-1, 1, shape[-1])
+    if view == "offset":
+        return torch.empty((shape[0] + 1,) + shape[1:], dtype=dtype, device="meta")[1:]
+    if view == "expand":
+        return torch.empty((1,) + shape[1:], dtype=dtype, device="meta").expand(shape)
+    return torch.empty(shape, dtype=dtype, device="meta")
+
+
+def h100_and_h200(x, dims):
+    """What the chooser picks for x.permute(dims) on an H100 and on an H200."""
+    return cute_transpose.explain(x, dims)["cuda"], cute_transpose.explain(x, dims, gpu="NVIDIA H200")["cuda"]
+
+
 # The rules that differ by GPU model (choose.cpp, device_rules): on an H200 the tile and lean
 # kernels walk m-tiles first where there are at least as many m-tiles as n-tiles and the output's
 # runs are whole sectors, and row copies in 16-byte vectors take blocks of 128 threads. The
@@ -481,8 +498,7 @@ def test_explain_on_an_h200_runs_large_tiles_work_in_wide_or_lean_tiles(shape, d
 ])
 def test_explain_on_an_h200_runs_narrow_rows_over_many_dims_in_gather(shape, dims, dtype, on_h200):
     x = torch.empty(shape, dtype=dtype, device="meta")
-    h100 = cute_transpose.explain(x, dims)["cuda"]
-    h200 = cute_transpose.explain(x, dims, gpu="NVIDIA H200")["cuda"]
+    h100, h200 = h100_and_h200(x, dims)
     assert h100["kernel"] == "rows", h100
     assert h200["kernel"] == on_h200, h200
     assert (on_h200 == "gather") == ("runs them in gather" in h200["reason"])
@@ -502,8 +518,7 @@ def test_explain_on_an_h200_runs_narrow_rows_over_many_dims_in_gather(shape, dim
 def test_explain_on_an_h200_runs_8_byte_rows_off_the_grid_in_lean(shape, dims, dtype, offset, on_h200):
     base = torch.empty(shape[:-1] + (shape[-1] + offset,), dtype=dtype, device="meta")
     x = base.narrow(-1, offset, shape[-1])
-    h100 = cute_transpose.explain(x, dims)["cuda"]
-    h200 = cute_transpose.explain(x, dims, gpu="NVIDIA H200")["cuda"]
+    h100, h200 = h100_and_h200(x, dims)
     if on_h200 is None:
         assert h200["kernel"] == h100["kernel"] and "runs them in lean" not in h200["reason"], (h100, h200)
         return
@@ -527,8 +542,7 @@ def test_explain_on_an_h200_runs_8_byte_rows_off_the_grid_in_lean(shape, dims, d
 ])
 def test_explain_on_an_h200_gives_the_tile_kernels_4_and_8_byte_work_away(shape, dims, dtype, on_h200):
     x = torch.empty(shape, dtype=dtype, device="meta")
-    h100 = cute_transpose.explain(x, dims)["cuda"]
-    h200 = cute_transpose.explain(x, dims, gpu="NVIDIA H200")["cuda"]
+    h100, h200 = h100_and_h200(x, dims)
     assert h100["kernel"] == "tile" and "16-byte vectors" in h100["config"], h100
     assert h200["kernel"] == on_h200, h200
     moved = "on a GPU whose rule runs them in lean's own tiles" in h200["reason"] or \
@@ -551,18 +565,12 @@ def test_explain_on_an_h200_gives_the_tile_kernels_4_and_8_byte_work_away(shape,
     ((600, 4462, 4), (2, 1, 0), torch.complex128, None, "split"),  # rows of 600
     ((599, 4462, 4), (2, 1, 0), torch.complex128, None, None),  # rows of 599
     ((25, 138, 1712, 5, 4), (2, 0, 4, 3, 1), torch.complex128, None, None),  # rows of 5
-    ((9119, 7035, 2), (2, 1, 0), torch.float64, "offset", None),  # a gap after each pixel
+    ((9119, 7035, 2), (2, 1, 0), torch.float64, "gap", None),  # a gap after each pixel
     ((9119, 7035, 2), (2, 1, 0), torch.float64, "expand", None),  # broadcast
 ])
 def test_explain_on_an_h200_runs_dense_8_and_16_byte_unpacks_in_split(shape, dims, dtype, view, on_h200):
-    if view == "offset":
-        x = torch.empty(shape[:-1] + (shape[-1] + 1,), dtype=dtype, device="meta").narrow(-1, 1, shape[-1])
-    elif view == "expand":
-        x = torch.empty((1,) + shape[1:], dtype=dtype, device="meta").expand(shape)
-    else:
-        x = torch.empty(shape, dtype=dtype, device="meta")
-    h100 = cute_transpose.explain(x, dims)["cuda"]
-    h200 = cute_transpose.explain(x, dims, gpu="NVIDIA H200")["cuda"]
+    x = meta_view(shape, dtype, view)
+    h100, h200 = h100_and_h200(x, dims)
     moved = "channels of 8- or 16-byte elements whose runs continue" in h200["reason"]
     if on_h200 is None:
         assert h200["kernel"] == h100["kernel"] and not moved, (h100, h200)
@@ -586,14 +594,7 @@ def test_explain_on_an_h200_runs_dense_8_and_16_byte_unpacks_in_split(shape, dim
     ((100, 156, 2, 4, 104, 12), (1, 5, 0, 4, 2, 3), torch.float32, "offset", None),  # a transpose
 ])
 def test_explain_on_an_h200_runs_row_copies_of_aten_in_gather(shape, dims, dtype, view, on_h200):
-    if view == "offset":
-        x = torch.empty((shape[0] + 1,) + shape[1:], dtype=dtype, device="meta")[1:]
-    elif view == "expand":
-        x = torch.empty((1,) + shape[1:], dtype=dtype, device="meta").expand(shape)
-    else:
-        x = torch.empty(shape, dtype=dtype, device="meta")
-    h100 = cute_transpose.explain(x, dims)["cuda"]
-    h200 = cute_transpose.explain(x, dims, gpu="NVIDIA H200")["cuda"]
+    h100, h200 = h100_and_h200(meta_view(shape, dtype, view), dims)
     moved = "that the table gives ATen's copy" in h200["reason"]
     if on_h200 is None:
         assert h200["kernel"] == h100["kernel"] and not moved, (h100, h200)

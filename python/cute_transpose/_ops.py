@@ -172,10 +172,11 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     holds what the same call would run on an sm_90 GPU: an H100, or the GPU that ``gpu`` names
     as torch.cuda.get_device_name does (a few rules differ by model: "NVIDIA H200" walks some
     tiles m-tiles first, copies rows in smaller blocks, runs the tile kernel's large-tile work
-    in wide or lean tiles, sends narrow row copies over many dims to the gather kernel, and
-    unpacks 2-3 channels of 8-byte elements, or 4 of 16-byte elements into output rows of 600
-    or more, whose run continues in the split kernel). A
-    CUDA tensor's own device is described, whatever ``gpu`` says. ``kernel=`` names one of
+    in wide or lean tiles, sends narrow row copies over many dims, and row copies the table gives
+    ATen's copy in rows of 16 bytes or more, to the gather kernel, and unpacks 2-3 channels of
+    8-byte elements, or 4 of 16-byte elements into output rows of 600 or more, whose run
+    continues in the split kernel). A CUDA tensor's own device is described, whatever ``gpu``
+    says. ``kernel=`` names one of
     KERNELS to describe instead of the chooser's pick (an error if it cannot run the permute);
     ``offered`` then says whether the chooser would consider it for this permute at all (it does
     not offer some kernels on shapes where they run but lose, and says why in ``reason``)."""
