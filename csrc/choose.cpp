@@ -1473,9 +1473,9 @@ int64_t tensor_element_size(Plan const& plan) {
 // table gives ATen's copy"): on a grid of 150 random permutes of ranks 3-6 that the H200 sent to
 // ATen's copy (seed 201; 2^20-2^25 elements of 1-8 bytes, a quarter offset, a quarter stepped),
 // gather ran the 40 row copies 1.46 x as fast, more than 5% slower on one, in rows of 11 bytes
-// (0.63 x); the 31 in rows of 16 bytes or more, 1.54 x, all 1.05 x or better. Held out (seed 202): 38
-// such row copies at 1.50 x, 0.607 -> 0.912 of clone, none slower than 0.975 x; with rows under
-// 16 bytes counted too, three of the 8 such ran 0.55-0.68 x. With the rule built in, 50 larger
+// (0.63 x); the 31 in rows of 16 bytes or more 1.54 x, all 1.05 x or better. Held out (seed
+// 202): 38 such row copies at 1.50 x, 0.607 -> 0.912 of clone, none slower than 0.975 x; with
+// rows under 16 bytes counted too, three of the 8 such ran 0.55-0.68 x. With the rule built in, 50 larger
 // row copies it moves (seed 203; 2^23-2^28 elements, 16-353 us of copy) ran 1.82 x, 0.357 ->
 // 0.650 of clone, every one faster (1.18-3.13 x). On the transposes of the first two grids
 // gather ran 1.01 x and 1.06 x ATen's copy, either way by up to 2.5 x: they stay with it.

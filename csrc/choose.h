@@ -87,9 +87,10 @@ struct Device {
   // run the lean kernel in its own tile shape where it is offered, else 4-byte ones the split
   // kernel where it is (tile_gives_way, choose.cpp).
   bool tile_gives_way = false;
-  // Unpacks of 2-3 channels of 8-byte elements that the table gives the interleave kernel one
-  // element per access, where the channels' run continues into the next dim, run the split
-  // kernel (split_takes_dense_unpacks, choose.cpp).
+  // Unpacks of 2-3 channels of 8-byte elements (or 4 of 16-byte elements into output rows of
+  // 600 or more) that the table gives the interleave kernel one element per access, where the
+  // channels' run continues into the next dim, run the split kernel (split_takes_dense_unpacks,
+  // choose.cpp).
   bool dense_unpacks_split = false;
 };
 
