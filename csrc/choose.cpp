@@ -1077,6 +1077,9 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     600 or more) one element per access whose channels' run continues into the next dim in
 //     split (split_takes_dense_unpacks has the measurements): the sweep's float64 (24099, 164,
 //     2) reversed 0.679 -> 0.805 of clone.
+//   - Transposes of 8-byte elements that the table gives ATen's copy, where that copy would load
+//     a sector for every element, in split (split_takes_scattered_aten has the measurements):
+//     1.57 x over 46 held-out float64 shapes.
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
   if (name.find("H200") != std::string::npos) {
@@ -1087,6 +1090,7 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.lean_element_loads = true;
     d.tile_gives_way = true;
     d.dense_unpacks_split = true;
+    d.scattered_aten_split = true;
   }
   return d;
 }
@@ -1484,6 +1488,43 @@ bool gather_takes_aten_rows(Plan const& plan, Choice const& c, Device const& dev
          plan.dims[plan.m].size * plan.element_size >= 16;
 }
 
+// ATen's copy walks the output in order, each thread loading one element from wherever the
+// input holds it. Input elements that share a 32-byte sector lie along the dims the input reads
+// with strides under 32 bytes; where each of those dims lies kScatteredReach or more elements
+// apart in the output, loads issued near each other in time never share a sector, and every
+// 8-byte element costs one (the reach was set on the design grid below, where 128 to 1024
+// separated the shapes alike). On a GPU whose rule it is (Device::scattered_aten_split), such
+// transposes of 8-byte elements that the table gives ATen's copy run the split kernel, which
+// reads whole tile rows. Measured on an H200 (ATen's copy and split forced by name,
+// bit-checked, the better of two rounds beside clone; docs/PERFORMANCE.md, "Transposes whose
+// reads ATen's copy scatters"), on random permutes of ranks 3-6 that the table sent to ATen's
+// copy where split is offered (a third of them offset by one index along dim 0):
+// - design (seeds 204-205, 120 float64 shapes of 2^20-2^27 elements): split ran 1.23 x and
+//   1.66 x ATen's copy, 14 shapes under 0.9 x; the 59 with scattered reads 1.84 x (none under
+//   0.91 x), the other 61 1.02 x;
+// - held out (seed 206, rule built in): 46 float64 shapes 1.57 x, 0.496 -> 0.776 of clone, none
+//   under 0.91 x, 4 under 0.95 x (13-93 us); against eager, 6 below (as low as 0.87 x, a 14 us
+//   shape). Other dtypes with scattered reads (seed 207) did not gain: bfloat16 0.94 x and
+//   float32 0.99 x (10 and 7 shapes, down to 0.56 x), uint8 1.35 x with 5 of 19 under 0.9 x;
+// - larger shapes it moves (seeds 208-209, 2^22-2^28 elements, 24-953 us): 40 float64, 15
+//   complex64 and 5 int64 at 1.85 x, 0.412 -> 0.761 of clone, 2.22 x over the 29 of 100 us or
+//   more; three ran slower, 0.82 x (float64 (177, 81, 5, 28, 21, 6) permuted (0, 1, 5, 3, 2, 4),
+//   946 us), 0.87 x and 0.89 x.
+constexpr int64_t kScatteredReach = 512;
+
+bool aten_reads_scattered(Plan const& plan) {
+  for (int i = 0; i < plan.rank; ++i)
+    if (plan.dims[i].in * plan.element_size < kSectorBytes && plan.dims[i].out < kScatteredReach) return false;
+  return true;
+}
+
+std::optional<Choice> split_takes_scattered_aten(Plan const& plan, Choice const& c, Device const& device) {
+  if (!device.scattered_aten_split || c.kernel != Kernel::Aten || plan.copy_route() || plan.element_size != 8 ||
+      tensor_element_size(plan) != 8 || broadcast_input(plan) || !aten_reads_scattered(plan))
+    return std::nullopt;
+  return force(plan, Kernel::Split, device, nullptr);
+}
+
 std::optional<Choice> broadcast_gather(Plan const& plan, Choice const& pick, Device const& device) {
   if (pick.kernel != Kernel::Aten || plan.copy_route() || tensor_element_size(plan) > 4 || !broadcast_input(plan) ||
       distinct_input_bytes(plan) > kGatherFootprint)
@@ -1558,6 +1599,11 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
         if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr),
                                   "rows of 16 bytes or more that the table gives ATen's copy, on a GPU whose rule runs row copies in gather: run gather"))
           return *gather;
+      if (auto split = instead(split_takes_scattered_aten(plan, *c, device),
+                               "8-byte elements that ATen's copy would load a sector each (the input's dims within one "
+                               "sector lie 512 or more elements apart in the output), on a GPU whose rule runs "
+                               "these in split: run split"))
+        return *split;
       return *c;
     }
     if (explain) skipped += std::string(skipped.empty() ? "" : ", ") + kernel_name(k) + " (" + why + ")";

@@ -92,6 +92,9 @@ struct Device {
   // channels' run continues into the next dim, run the split kernel (split_takes_dense_unpacks,
   // choose.cpp).
   bool dense_unpacks_split = false;
+  // Transposes of 8-byte elements that the table gives ATen's copy, where that copy would load
+  // a sector for every element, run the split kernel (split_takes_scattered_aten, choose.cpp).
+  bool scattered_aten_split = false;
 };
 
 // `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as

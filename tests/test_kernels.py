@@ -437,6 +437,19 @@ def h100_and_h200(x, dims):
     return cute_transpose.explain(x, dims)["cuda"], cute_transpose.explain(x, dims, gpu="NVIDIA H200")["cuda"]
 
 
+def check_h200_moves_aten(x, dims, on_h200, why):
+    """x.permute(dims) runs ATen's copy on an H100 and `on_h200` on an H200, for a reason that
+    says `why`; where on_h200 is None, the H200 keeps the H100's pick. The H200's choice."""
+    h100, h200 = h100_and_h200(x, dims)
+    moved = why in h200["reason"]
+    if on_h200 is None:
+        assert h200["kernel"] == h100["kernel"] and not moved, (h100, h200)
+    else:
+        assert h100["kernel"] == "aten", h100
+        assert h200["kernel"] == on_h200 and moved, h200
+    return h200
+
+
 # The rules that differ by GPU model (choose.cpp, device_rules): on an H200 the tile and lean
 # kernels walk m-tiles first where there are at least as many m-tiles as n-tiles and the output's
 # runs are whole sectors, and row copies in 16-byte vectors take blocks of 128 threads. The
@@ -594,13 +607,28 @@ def test_explain_on_an_h200_runs_dense_8_and_16_byte_unpacks_in_split(shape, dim
     ((100, 156, 2, 4, 104, 12), (1, 5, 0, 4, 2, 3), torch.float32, "offset", None),  # a transpose
 ])
 def test_explain_on_an_h200_runs_row_copies_of_aten_in_gather(shape, dims, dtype, view, on_h200):
-    h100, h200 = h100_and_h200(meta_view(shape, dtype, view), dims)
-    moved = "that the table gives ATen's copy" in h200["reason"]
-    if on_h200 is None:
-        assert h200["kernel"] == h100["kernel"] and not moved, (h100, h200)
-        return
-    assert h100["kernel"] == "aten", h100
-    assert h200["kernel"] == on_h200 and moved, h200
+    check_h200_moves_aten(meta_view(shape, dtype, view), dims, on_h200, "that the table gives ATen's copy")
+
+
+# ... and transposes of 8-byte elements that the table gives ATen's copy run the split kernel on
+# an H200 where that copy would load a sector for every element: the input's dims whose strides
+# stay within one 32-byte sector lie 512 or more elements apart in the output. Other element
+# sizes, closer dims and broadcast inputs keep the H100's pick.
+@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
+    ((7, 5, 53, 12, 49, 25), (1, 5, 3, 2, 4, 0), torch.float64, None, "split"),
+    ((107, 271, 8, 39, 4), (3, 2, 4, 1, 0), torch.float64, "offset", "split"),
+    ((10, 3, 22, 2348, 4), (4, 1, 3, 2, 0), torch.int64, None, "split"),
+    ((10, 3, 22, 2348, 4), (4, 1, 3, 2, 0), torch.complex64, None, "split"),
+    ((322, 128, 2, 13, 5), (1, 0, 4, 3, 2), torch.float64, None, None),  # 5 apart in the output
+    ((10, 3, 22, 2348, 4), (4, 1, 3, 2, 0), torch.float64, "expand", None),  # broadcast
+    ((32, 52, 40, 29, 10), (2, 4, 0, 1, 3), torch.float32, None, None),
+    ((45, 18, 124, 24), (3, 1, 0, 2), torch.bfloat16, None, None),
+    ((5013, 47, 85, 2), (3, 1, 0, 2), torch.complex128, None, None),
+])
+def test_explain_on_an_h200_runs_scattered_8_byte_transposes_of_aten_in_split(shape, dims, dtype, view, on_h200):
+    x = meta_view(shape, dtype, view)
+    h200 = check_h200_moves_aten(x, dims, on_h200, "that ATen's copy would load a sector each")
+    assert h200["route"] == "transpose", h200
 
 
 @pytest.mark.parametrize("shape, dims, route", [
