@@ -619,7 +619,7 @@ def test_explain_on_an_h200_runs_row_copies_of_aten_in_gather(shape, dims, dtype
     ((107, 271, 8, 39, 4), (3, 2, 4, 1, 0), torch.float64, "offset", "split"),
     ((10, 3, 22, 2348, 4), (4, 1, 3, 2, 0), torch.int64, None, "split"),
     ((10, 3, 22, 2348, 4), (4, 1, 3, 2, 0), torch.complex64, None, "split"),
-    ((322, 128, 2, 13, 5), (1, 0, 4, 3, 2), torch.float64, None, None),  # 5 apart in the output
+    ((322, 128, 2, 13, 5), (1, 0, 4, 3, 2), torch.float64, None, None),  # 26 apart in the output
     ((10, 3, 22, 2348, 4), (4, 1, 3, 2, 0), torch.float64, "expand", None),  # broadcast
     ((32, 52, 40, 29, 10), (2, 4, 0, 1, 3), torch.float32, None, None),
     ((45, 18, 124, 24), (3, 1, 0, 2), torch.bfloat16, None, None),
