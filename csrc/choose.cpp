@@ -1479,10 +1479,11 @@ int64_t tensor_element_size(Plan const& plan) {
 // gather ran the 40 row copies 1.46 x as fast, more than 5% slower on one, in rows of 11 bytes
 // (0.63 x); the 31 in rows of 16 bytes or more 1.54 x, all 1.05 x or better. Held out (seed
 // 202): 38 such row copies at 1.50 x, 0.607 -> 0.912 of clone, none slower than 0.975 x; with
-// rows under 16 bytes counted too, three of the 8 such ran 0.55-0.68 x. With the rule built in, 50 larger
-// row copies it moves (seed 203; 2^23-2^28 elements, 16-353 us of copy) ran 1.82 x, 0.357 ->
-// 0.650 of clone, every one faster (1.18-3.13 x). On the transposes of the first two grids
-// gather ran 1.01 x and 1.06 x ATen's copy, either way by up to 2.5 x: they stay with it.
+// rows under 16 bytes counted too, three of the 8 such ran 0.55-0.68 x. With the rule built in,
+// 50 larger row copies it moves (seed 203; 2^23-2^28 elements, 16-353 us of copy) ran 1.82 x,
+// 0.357 -> 0.650 of clone, every one faster (1.18-3.13 x). On the transposes of the first two
+// grids gather ran 1.01 x and 1.06 x ATen's copy, either way by up to 2.5 x: they stay with it
+// (8-byte ones whose reads ATen's copy scatters excepted: split_takes_scattered_aten).
 bool gather_takes_aten_rows(Plan const& plan, Choice const& c, Device const& device) {
   return device.rows_gather && c.kernel == Kernel::Aten && plan.copy_route() && !broadcast_input(plan) &&
          plan.dims[plan.m].size * plan.element_size >= 16;
@@ -1599,10 +1600,11 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
         if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr),
                                   "rows of 16 bytes or more that the table gives ATen's copy, on a GPU whose rule runs row copies in gather: run gather"))
           return *gather;
-      if (auto split = instead(split_takes_scattered_aten(plan, *c, device),
-                               "8-byte elements that ATen's copy would load a sector each (the input's dims within one "
-                               "sector lie 512 or more elements apart in the output), on a GPU whose rule runs "
-                               "these in split: run split"))
+      static std::string const scattered = "8-byte elements that ATen's copy would load a sector each (the input's dims "
+                                           "within one sector lie " + std::to_string(kScatteredReach) +
+                                           " or more elements apart in the output), on a GPU whose rule runs these in "
+                                           "split: run split";
+      if (auto split = instead(split_takes_scattered_aten(plan, *c, device), scattered.c_str()))
         return *split;
       return *c;
     }

@@ -176,11 +176,11 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     ATen's copy in rows of 16 bytes or more, to the gather kernel, and unpacks 2-3 channels of
     8-byte elements, or 4 of 16-byte elements into output rows of 600 or more, whose run
     continues, and transposes of 8-byte elements that ATen's copy would load a sector each, in
-    the split kernel). A CUDA tensor's own device is described, whatever ``gpu``
-    says. ``kernel=`` names one of
-    KERNELS to describe instead of the chooser's pick (an error if it cannot run the permute);
-    ``offered`` then says whether the chooser would consider it for this permute at all (it does
-    not offer some kernels on shapes where they run but lose, and says why in ``reason``)."""
+    the split kernel). A CUDA tensor's own device is described, whatever ``gpu`` says.
+    ``kernel=`` names one of KERNELS to describe instead of the chooser's pick (an error if it
+    cannot run the permute); ``offered`` then says whether the chooser would consider it for
+    this permute at all (it does not offer some kernels on shapes where they run but lose, and
+    says why in ``reason``)."""
     if dims is None:
         dims = _transposition(x.dim(), -2, -1) if x.dim() >= 2 else list(range(x.dim()))
     dims = _dims_list(dims)
