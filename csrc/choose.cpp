@@ -1080,6 +1080,11 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //   - Transposes of 8-byte elements that the table gives ATen's copy, where that copy would load
 //     a sector for every element, in split (split_takes_scattered_aten has the measurements):
 //     1.57 x over 46 held-out float64 shapes.
+//   - Transposes of 2-byte elements never run box: the next kernel of the ranking runs (skips_box
+//     has the measurements): 1.53 x box over 88 held-out shapes.
+//   - Transposes of 4- and 8-byte elements that the table gives padded, where lean's tiles would
+//     be under half full, in lean (lean_takes_padded has the measurements): 1.19 x padded over
+//     100 held-out shapes.
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
   if (name.find("H200") != std::string::npos) {
@@ -1091,6 +1096,8 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.tile_gives_way = true;
     d.dense_unpacks_split = true;
     d.scattered_aten_split = true;
+    d.box_gives_way = true;
+    d.padded_lean = true;
   }
   return d;
 }
@@ -1526,6 +1533,41 @@ std::optional<Choice> split_takes_scattered_aten(Plan const& plan, Choice const&
   return force(plan, Kernel::Split, device, nullptr);
 }
 
+// Box gives way on 2-byte elements (the plan's, after merging: bfloat16, float16, pairs of
+// uint8): the H100's timings ranked it first in nine such classes (tiles under 60% full, most
+// with runs of one element skipping gaps, ".Ig"), from 3-10 shapes each. On an H200
+// (docs/PERFORMANCE.md, "Box on 2-byte elements"), over 400 random permutes (seed 212) the 11
+// 2-byte shapes it ran trailed eager (0.81 x) where the next kernel of the ranking ran 1.29 x
+// eager; over 88 held-out ones (seed 215: 7-753 us), the next kernel ran 1.53 x box (0.275 ->
+// 0.420 of clone, eager 0.347) and trailed eager by more than 5% on 12 where box did on 59; it
+// was more than 5% slower than box on 17, as far as 0.29 x (bfloat16 (13, 5, 2, 394, 13, 56)
+// permuted (5, 1, 3, 4, 0, 2) in gather).
+bool skips_box(Plan const& plan, Kernel k, Device const& device) {
+  return device.box_gives_way && k == Kernel::Box && plan.element_size == 2;
+}
+
+// Padded gives way to lean on 4- and 8-byte elements where lean's tiles would be under half
+// full (kLeanFill): offered() keeps lean from such shapes, so the tables never ranked it there,
+// and the padded kernel, one element per access, is what they picked. On an H200
+// (docs/PERFORMANCE.md, "Padded picks in lean tiles under half full"), on two grids of random
+// permutes (lean's tiles 16-50% full) lean ran 1.07-1.48 x padded on 13 shapes (seeds 212-213)
+// and 1.20 x on 66 (seed 216, 0.97-1.74 x); over 100 held-out ones (seed 217: float32, int32,
+// float64, complex64, a float16; 8-310 us) 1.19 x (0.95-1.69 x; 0.596 -> 0.710 of clone, eager
+// 0.470), and behind eager by more than 5% on 14 where padded was on 29. Where lean's tiles are
+// fuller the table ranks both and padded stands (59 shapes of seeds 212-213: lean 0.99 x and
+// 1.01 x padded for 4- and 8-byte elements, 19 more than 5% slower in lean); 16-byte elements ran
+// slower in lean (0.70-0.80 x).
+std::optional<Choice> lean_takes_padded(Plan const& plan, Choice const& pick, Device const& device) {
+  if (!device.padded_lean || pick.kernel != Kernel::Padded || (plan.element_size != 4 && plan.element_size != 8) ||
+      broadcast_input(plan))
+    return std::nullopt;
+  auto lean = force(plan, Kernel::Lean, device, nullptr);
+  if (!lean || !lean->problem) return std::nullopt;
+  Problem const& p = *lean->problem;
+  if (tile_fill(p.rows, p.cols, lean_tile(p.element_size, lean->shape)) >= kLeanFill) return std::nullopt;
+  return lean;
+}
+
 std::optional<Choice> broadcast_gather(Plan const& plan, Choice const& pick, Device const& device) {
   if (pick.kernel != Kernel::Aten || plan.copy_route() || tensor_element_size(plan) > 4 || !broadcast_input(plan) ||
       distinct_input_bytes(plan) > kGatherFootprint)
@@ -1553,7 +1595,9 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
   std::string skipped;
   for (Kernel k : ranking) {
     std::string why;
-    auto c = force(plan, k, device, explain ? &why : nullptr);
+    bool const passed_over = skips_box(plan, k, device);
+    if (passed_over) why = "2-byte elements, which this GPU's rule runs in the next kernel";
+    auto c = passed_over ? std::nullopt : force(plan, k, device, explain ? &why : nullptr);
     if (c && offered(*c, explain ? &why : nullptr)) {
       if (explain) {
         c->key = own;  // the plan's own class, which tuning groups its shapes by
@@ -1639,6 +1683,11 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
     return instead(*split, [] {
       return std::string("the split kernel's sides chain into 16-byte vectors, a width the table never timed it at, "
                          "and fill its tiles: run split");
+    });
+  if (auto lean = lean_takes_padded(plan, c, device))
+    return instead(*lean, [] {
+      return std::string("4- or 8-byte elements in lean tiles under half full, which the table never timed it on, "
+                         "on a GPU whose rule runs them in lean: run lean");
     });
   if (auto gather = broadcast_gather(plan, c, device))
     return instead(*gather, [&] {

@@ -95,6 +95,13 @@ struct Device {
   // Transposes of 8-byte elements that the table gives ATen's copy, where that copy would load
   // a sector for every element, run the split kernel (split_takes_scattered_aten, choose.cpp).
   bool scattered_aten_split = false;
+  // Transposes of 2-byte elements never run the box kernel: the chooser passes over it to the
+  // next kernel of the ranking (skips_box, choose.cpp).
+  bool box_gives_way = false;
+  // Transposes of 4- and 8-byte elements that the table gives the padded kernel run the lean
+  // kernel where its tiles would be under half full, the shapes the table never timed it on
+  // (lean_takes_padded, choose.cpp).
+  bool padded_lean = false;
 };
 
 // `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as

@@ -422,11 +422,14 @@ def test_explain_on_the_cpu_reports_aten_and_the_sm90_choice():
 
 def meta_view(shape, dtype, view):
     """A meta tensor of `shape`: plain (None), "gap" (a one-element gap after each innermost
-    run), "offset" (starting one index into dim 0) or "expand" (broadcast along dim 0)."""
+    run), "offset" (starting one index into dim 0), "step" (every other element along the last
+    dim) or "expand" (broadcast along dim 0)."""
     if view == "gap":
         return torch.empty(shape[:-1] + (shape[-1] + 1,), dtype=dtype, device="meta").narrow(-1, 1, shape[-1])
     if view == "offset":
         return torch.empty((shape[0] + 1,) + shape[1:], dtype=dtype, device="meta")[1:]
+    if view == "step":
+        return torch.empty(shape[:-1] + (2 * shape[-1],), dtype=dtype, device="meta")[..., ::2]
     if view == "expand":
         return torch.empty((1,) + shape[1:], dtype=dtype, device="meta").expand(shape)
     return torch.empty(shape, dtype=dtype, device="meta")
@@ -437,15 +440,15 @@ def h100_and_h200(x, dims):
     return cute_transpose.explain(x, dims)["cuda"], cute_transpose.explain(x, dims, gpu="NVIDIA H200")["cuda"]
 
 
-def check_h200_moves_aten(x, dims, on_h200, why):
-    """x.permute(dims) runs ATen's copy on an H100 and `on_h200` on an H200, for a reason that
+def check_h200_moves(x, dims, on_h200, why, on_h100="aten"):
+    """x.permute(dims) runs `on_h100` on an H100 and `on_h200` on an H200, for a reason that
     says `why`; where on_h200 is None, the H200 keeps the H100's pick. The H200's choice."""
     h100, h200 = h100_and_h200(x, dims)
     moved = why in h200["reason"]
     if on_h200 is None:
         assert h200["kernel"] == h100["kernel"] and not moved, (h100, h200)
     else:
-        assert h100["kernel"] == "aten", h100
+        assert h100["kernel"] == on_h100, h100
         assert h200["kernel"] == on_h200 and moved, h200
     return h200
 
@@ -607,7 +610,7 @@ def test_explain_on_an_h200_runs_dense_8_and_16_byte_unpacks_in_split(shape, dim
     ((100, 156, 2, 4, 104, 12), (1, 5, 0, 4, 2, 3), torch.float32, "offset", None),  # a transpose
 ])
 def test_explain_on_an_h200_runs_row_copies_of_aten_in_gather(shape, dims, dtype, view, on_h200):
-    check_h200_moves_aten(meta_view(shape, dtype, view), dims, on_h200, "that the table gives ATen's copy")
+    check_h200_moves(meta_view(shape, dtype, view), dims, on_h200, "that the table gives ATen's copy")
 
 
 # ... and transposes of 8-byte elements that the table gives ATen's copy run the split kernel on
@@ -627,8 +630,42 @@ def test_explain_on_an_h200_runs_row_copies_of_aten_in_gather(shape, dims, dtype
 ])
 def test_explain_on_an_h200_runs_scattered_8_byte_transposes_of_aten_in_split(shape, dims, dtype, view, on_h200):
     x = meta_view(shape, dtype, view)
-    h200 = check_h200_moves_aten(x, dims, on_h200, "that ATen's copy would load a sector each")
+    h200 = check_h200_moves(x, dims, on_h200, "that ATen's copy would load a sector each")
     assert h200["route"] == "transpose", h200
+
+
+# ... and never run the box kernel on 2-byte elements (bfloat16, float16, pairs of uint8): the
+# chooser passes over it to the next kernel of the class's ranking. Other element sizes keep it.
+@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
+    ((506, 5, 10, 92), (1, 3, 0, 2), torch.bfloat16, None, "gather"),
+    ((557, 502, 2, 42), (3, 1, 0, 2), torch.bfloat16, None, "split"),
+    ((14, 6679, 21, 2, 2, 4), (3, 4, 5, 0, 2, 1), torch.float16, "offset", "interleave"),
+    ((119074, 2, 20), (2, 1, 0), torch.bfloat16, None, "aten"),
+    ((16, 10, 10614, 2, 2), (2, 3, 1, 0, 4), torch.uint8, None, "gather"),  # uint8 pairs: 2 bytes
+    ((4, 5, 614602, 2), (3, 0, 1, 2), torch.complex128, "step", None),
+])
+def test_explain_on_an_h200_passes_over_box_for_2_byte_elements(shape, dims, dtype, view, on_h200):
+    h200 = check_h200_moves(meta_view(shape, dtype, view), dims, on_h200, "box (2-byte elements", on_h100="box")
+    assert h200["kernel"] == (on_h200 or "box"), h200
+
+
+# ... and run the lean kernel, rather than the padded one the table picks, for 4- and 8-byte
+# elements where lean's tiles would be under half full (where they are fuller, the table ranked
+# both). Lean must fit (at most 3 batch dims); 16-byte elements keep padded (so would broadcast
+# inputs, but the table gives padded none with lean's tiles under half full).
+@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
+    ((846, 716, 11), (2, 1, 0), torch.int32, None, "lean"),
+    ((2, 480, 66, 35), (1, 0, 3, 2), torch.complex64, "offset", "lean"),
+    ((942, 2, 41, 2, 11), (3, 2, 1, 4, 0), torch.float32, "offset", "lean"),
+    ((2, 1575, 48, 9), (3, 0, 1, 2), torch.float32, "step", "lean"),
+    ((1645, 32, 12, 46), (2, 1, 3, 0), torch.float32, None, None),  # lean's tiles half full or more
+    ((77, 3, 35, 191), (0, 1, 3, 2), torch.float64, "offset", None),
+    ((14, 17, 9, 9, 40, 33), (3, 0, 2, 1, 5, 4), torch.float32, "offset", None),  # 4 batch dims
+    ((2, 67795, 11, 5), (3, 0, 2, 1), torch.complex128, "step", None),  # 16-byte elements
+])
+def test_explain_on_an_h200_runs_padded_picks_with_emptier_lean_tiles_in_lean(shape, dims, dtype, view, on_h200):
+    h200 = check_h200_moves(meta_view(shape, dtype, view), dims, on_h200, "lean tiles under half full", on_h100="padded")
+    assert h200["kernel"] == (on_h200 or "padded"), h200
 
 
 @pytest.mark.parametrize("shape, dims, route", [
