@@ -1367,6 +1367,12 @@ int64_t realign_tiles(Problem const& p) {
   return tile_count(along_m, realign_tile(p.element_size));
 }
 
+// The lean choice's tiles are at least kLeanFill full: where they are not, offered() refuses it.
+bool lean_tiles_half_full(Choice const& c) {
+  Problem const& p = *c.problem;
+  return tile_fill(p.rows, p.cols, lean_tile(p.element_size, c.shape)) >= kLeanFill;
+}
+
 // Skipping the gaps between pixels (element_skips_gaps, work.h) on a broadcast input (some dim
 // of two or more elements read with stride 0), the interleave kernel ran at 0.66 x ATen's copy's
 // speed over the H100 tuning grids (geomean, 125 shapes; slower on 93), and at 0.54 of clone on
@@ -1385,7 +1391,7 @@ bool offered(Choice const& c, std::string* why) {
   Problem const& p = *c.problem;
   if (c.kernel == Kernel::Padded && tile_fill(p.rows, p.cols, seed_tile(p.element_size)) < kMinTileFill)
     return refuse("its tiles would be less than a quarter full");
-  if (c.kernel == Kernel::Lean && tile_fill(p.rows, p.cols, lean_tile(p.element_size, c.shape)) < kLeanFill)
+  if (c.kernel == Kernel::Lean && !lean_tiles_half_full(c))
     return refuse("its tiles would be less than half full");
   if (c.kernel == Kernel::Lean && tile_takes_larger_tiles(p))
     return refuse("the tile kernel's large tiles run this work (" + std::to_string(kLargeTiles) +
@@ -1562,9 +1568,7 @@ std::optional<Choice> lean_takes_padded(Plan const& plan, Choice const& pick, De
       broadcast_input(plan))
     return std::nullopt;
   auto lean = force(plan, Kernel::Lean, device, nullptr);
-  if (!lean || !lean->problem) return std::nullopt;
-  Problem const& p = *lean->problem;
-  if (tile_fill(p.rows, p.cols, lean_tile(p.element_size, lean->shape)) >= kLeanFill) return std::nullopt;
+  if (!lean || !lean->problem || lean_tiles_half_full(*lean)) return std::nullopt;
   return lean;
 }
 
@@ -1596,7 +1600,7 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
   for (Kernel k : ranking) {
     std::string why;
     bool const passed_over = skips_box(plan, k, device);
-    if (passed_over) why = "2-byte elements, which this GPU's rule runs in the next kernel";
+    if (passed_over && explain) why = "2-byte elements, which this GPU's rule runs in the next kernel";
     auto c = passed_over ? std::nullopt : force(plan, k, device, explain ? &why : nullptr);
     if (c && offered(*c, explain ? &why : nullptr)) {
       if (explain) {
