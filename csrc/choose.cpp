@@ -1085,6 +1085,12 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //   - Transposes of 4- and 8-byte elements that the table gives padded, where lean's tiles would
 //     be under half full, in lean (lean_takes_padded has the measurements): 1.19 x padded over
 //     100 held-out shapes.
+//   - Transposes of 2-byte elements that the table gives ATen's copy, where interleave runs one
+//     element per access skipping gaps into output rows of 2048 bytes or more, in interleave
+//     (interleave_takes_gapped_aten has the measurements): 1.70 x over 50 held-out shapes.
+//   - 1-byte planes packed one element per access skipping gaps in gather rather than
+//     interleave (gather_takes_gapped_packs has the measurements): 1.65 x over 60 held-out
+//     shapes.
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
   if (name.find("H200") != std::string::npos) {
@@ -1098,6 +1104,8 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.scattered_aten_split = true;
     d.box_gives_way = true;
     d.padded_lean = true;
+    d.gapped_aten_interleave = true;
+    d.gapped_pack_gather = true;
   }
   return d;
 }
@@ -1572,6 +1580,41 @@ std::optional<Choice> lean_takes_padded(Plan const& plan, Choice const& pick, De
   return lean;
 }
 
+// The plan's class says interleave runs it one element per access, skipping gaps between pixels
+// (".Ig").
+bool gapped_elements(Class const& cls) { return cls.interleave == cls.element_size && cls.gaps; }
+
+// ATen's copy gives way to interleave on 2-byte elements (bfloat16, float16, pairs of uint8) in
+// ".Ig" classes whose output rows are 2048 bytes or more (bucket 4), where interleave is offered
+// (it refuses broadcast inputs when skipping gaps). The H100's timings ranked ATen's copy ahead
+// there (t.e2.o4.i0.w4.f2.Ig: 0.36 of clone against interleave's 0.30; in t.e2.o4.i1.w4.f2.Ig
+// box first, then ATen's copy 0.20, interleave 0.32). On an H200 (docs/PERFORMANCE.md, "ATen's
+// copy on 2-byte elements that interleave runs skipping gaps"), forced by name over random
+// permutes: design (seeds 212-219, 37 shapes, all output bucket 4) 1.85 x ATen's copy, one
+// more than 5% slower; held out (seed 220, 51 such shapes, 13-709 us) 1.69 x (0.82-5.36 x), one
+// more than 5% slower, 0.266 -> 0.448 of clone. In output bucket 3 the same grid's 8 shapes ran
+// 1.15 x with 3 more than 5% slower (down to 0.77 x): the rule leaves them. With the rule built
+// in, 50 more shapes it moves (seed 224, 11-285 us): 1.70 x (0.80-8.28 x), 0.290 -> 0.493 of
+// clone, 2 more than 5% slower.
+bool interleave_takes_gapped_aten(Class const& cls, Choice const& pick, Device const& device) {
+  return device.gapped_aten_interleave && pick.kernel == Kernel::Aten && !cls.copy && cls.element_size == 2 &&
+         gapped_elements(cls) && cls.out_bucket == 4;
+}
+
+// Interleave gives way to gather on 1-byte packs (planes -> interleaved) one element per access
+// skipping gaps: the H100's table ranked interleave first in t.e1.o0.i4.w1.f2.Ig from the 3 of
+// its 11 shapes interleave ran (0.19 of clone; gather 0.34 over all 11). On an H200
+// (docs/PERFORMANCE.md, "Gapped uint8 packs in gather"), forced by name: design (seed 222, 39
+// shapes, 11-332 us) gather 1.94 x interleave, 0.217 -> 0.420 of clone (eager 0.293), more than
+// 5% slower on 2 (0.80 x and 0.90 x, into 6 and 3 channels); interleave had trailed eager by
+// more than 5% on 31 of them, gather on 3. Held out (seed 223, 60 packs, 14-334 us): 1.65 x
+// (0.64-4.91 x), 0.209 -> 0.345 of clone (eager 0.249), more than 5% slower on 5, behind eager
+// by more than 5% on 2 where interleave was on 44.
+bool gather_takes_gapped_packs(Class const& cls, Choice const& pick, Device const& device) {
+  return device.gapped_pack_gather && pick.kernel == Kernel::Interleave && pick.pack && cls.element_size == 1 &&
+         gapped_elements(cls);
+}
+
 std::optional<Choice> broadcast_gather(Plan const& plan, Choice const& pick, Device const& device) {
   if (pick.kernel != Kernel::Aten || plan.copy_route() || tensor_element_size(plan) > 4 || !broadcast_input(plan) ||
       distinct_input_bytes(plan) > kGatherFootprint)
@@ -1647,6 +1690,16 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
       if (gather_takes_aten_rows(plan, *c, device))
         if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr),
                                   "rows of 16 bytes or more that the table gives ATen's copy, on a GPU whose rule runs row copies in gather: run gather"))
+          return *gather;
+      if (interleave_takes_gapped_aten(cls, *c, device))
+        if (auto interleave = instead(force(plan, Kernel::Interleave, device, nullptr),
+                                      "2-byte elements in output rows of 2048 bytes or more, which interleave runs one "
+                                      "element per access skipping gaps, on a GPU whose rule runs them there: run interleave"))
+          return *interleave;
+      if (gather_takes_gapped_packs(cls, *c, device))
+        if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr),
+                                  "1-byte planes packed one element per access skipping gaps, on a GPU whose rule runs "
+                                  "them in gather: run gather"))
           return *gather;
       static std::string const scattered = "8-byte elements that ATen's copy would load a sector each (the input's dims "
                                            "within one sector lie " + std::to_string(kScatteredReach) +

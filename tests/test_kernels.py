@@ -668,6 +668,39 @@ def test_explain_on_an_h200_runs_padded_picks_with_emptier_lean_tiles_in_lean(sh
     assert h200["kernel"] == (on_h200 or "padded"), h200
 
 
+# ... and run the interleave kernel, rather than ATen's copy, for 2-byte elements that it runs one
+# element per access skipping gaps, into output rows of 2048 bytes or more -- also where ATen's
+# copy is next after the box kernel the H200 passes over. Shorter output rows and broadcast
+# inputs (interleave refuses to skip their gaps) keep ATen's copy.
+@pytest.mark.parametrize("shape, dims, dtype, view, on_h200, on_h100", [
+    ((3, 2, 36, 4758, 6, 4), (0, 2, 1, 5, 4, 3), torch.float16, None, "interleave", "aten"),
+    ((8, 4, 818, 23, 2), (0, 4, 3, 1, 2), torch.bfloat16, None, "interleave", "aten"),
+    ((28, 2456, 5, 13, 2, 2), (4, 3, 2, 0, 1, 5), torch.uint8, "offset", "interleave", "aten"),  # uint8 pairs
+    ((2, 9, 5692, 26, 8), (1, 3, 0, 4, 2), torch.bfloat16, None, "interleave", "box"),
+    ((77, 635, 2, 12, 15), (0, 3, 2, 4, 1), torch.float16, None, None, "aten"),  # output rows under 2048 bytes
+    ((3, 56333, 3, 3, 2), (4, 3, 2, 0, 1), torch.bfloat16, "expand", None, "aten"),  # broadcast
+])
+def test_explain_on_an_h200_runs_gapped_2_byte_aten_picks_in_interleave(shape, dims, dtype, view, on_h200, on_h100):
+    x = meta_view(shape, dtype, view)
+    h200 = check_h200_moves(x, dims, on_h200, "which interleave runs one element per access skipping gaps", on_h100)
+    assert h200["kernel"] == (on_h200 or "aten"), h200
+
+
+# ... and run the gather kernel, rather than interleave, for 1-byte planes that interleave would
+# pack one element per access skipping gaps. Unpacks, and 2-byte packs, keep interleave.
+@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
+    ((2, 29, 531044), (2, 1, 0), torch.uint8, "offset", "gather"),
+    ((5, 3, 23, 2, 33, 255), (4, 5, 2, 0, 3, 1), torch.uint8, None, "gather"),
+    ((2, 5, 68, 6, 5854), (2, 4, 0, 1, 3), torch.uint8, None, "gather"),
+    ((2, 13, 97, 12, 108, 16), (0, 5, 4, 3, 1, 2), torch.uint8, "offset", None),  # 16-interleaved -> planes
+    ((2, 4, 2436, 3, 50, 8), (3, 4, 5, 2, 0, 1), torch.bfloat16, "offset", None),  # 2-byte elements
+])
+def test_explain_on_an_h200_packs_gapped_1_byte_planes_in_gather(shape, dims, dtype, view, on_h200):
+    x = meta_view(shape, dtype, view)
+    h200 = check_h200_moves(x, dims, on_h200, "1-byte planes packed one element per access", on_h100="interleave")
+    assert h200["kernel"] == (on_h200 or "interleave"), h200
+
+
 @pytest.mark.parametrize("shape, dims, route", [
     ((64, 32), (1, 0), "transpose"),
     ((4, 6, 64), (1, 0, 2), "copy"),

@@ -176,9 +176,11 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     ATen's copy in rows of 16 bytes or more, to the gather kernel, and unpacks 2-3 channels of
     8-byte elements, or 4 of 16-byte elements into output rows of 600 or more, whose run
     continues, and transposes of 8-byte elements that ATen's copy would load a sector each, in
-    the split kernel, passes over the box kernel for 2-byte elements, and runs the padded
-    kernel's 4- and 8-byte transposes in lean where lean's tiles would be under half full). A
-    CUDA tensor's own device is described, whatever ``gpu`` says.
+    the split kernel, passes over the box kernel for 2-byte elements, runs the padded
+    kernel's 4- and 8-byte transposes in lean where lean's tiles would be under half full,
+    2-byte transposes that the table gives ATen's copy in interleave where it skips gaps into
+    output rows of 2048 bytes or more, and 1-byte planes that interleave would pack skipping
+    gaps in gather). A CUDA tensor's own device is described, whatever ``gpu`` says.
     ``kernel=`` names one of KERNELS to describe instead of the chooser's pick (an error if it
     cannot run the permute); ``offered`` then says whether the chooser would consider it for
     this permute at all (it does not offer some kernels on shapes where they run but lose, and
