@@ -1086,8 +1086,10 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     be under half full, in lean (lean_takes_padded has the measurements): 1.19 x padded over
 //     100 held-out shapes.
 //   - Transposes of 2-byte elements that the table gives ATen's copy, where interleave runs one
-//     element per access skipping gaps into output rows of 2048 bytes or more, in interleave
-//     (interleave_takes_gapped_aten has the measurements): 1.70 x over 50 held-out shapes.
+//     element per access into output rows of 2048 bytes or more, in interleave, and 1-byte ones
+//     where it skips gaps (interleave_takes_element_aten has the measurements): 1.70 x and 1.40
+//     x over 50 and 60 held-out 2-byte shapes (with gaps between pixels and without), 1.44 x over
+//     60 1-byte ones.
 //   - 1-byte planes packed one element per access skipping gaps in gather rather than
 //     interleave (gather_takes_gapped_packs has the measurements): 1.65 x over 60 held-out
 //     shapes.
@@ -1104,7 +1106,7 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.scattered_aten_split = true;
     d.box_gives_way = true;
     d.padded_lean = true;
-    d.gapped_aten_interleave = true;
+    d.element_aten_interleave = true;
     d.gapped_pack_gather = true;
   }
   return d;
@@ -1580,25 +1582,36 @@ std::optional<Choice> lean_takes_padded(Plan const& plan, Choice const& pick, De
   return lean;
 }
 
-// The plan's class says interleave runs it one element per access, skipping gaps between pixels
-// (".Ig").
-bool gapped_elements(Class const& cls) { return cls.interleave == cls.element_size && cls.gaps; }
+// The plan's class says interleave runs it one element per access (".Ie", ".Ig").
+bool element_interleave(Class const& cls) { return cls.interleave == cls.element_size; }
 
 // ATen's copy gives way to interleave on 2-byte elements (bfloat16, float16, pairs of uint8) in
-// ".Ig" classes whose output rows are 2048 bytes or more (bucket 4), where interleave is offered
-// (it refuses broadcast inputs when skipping gaps). The H100's timings ranked ATen's copy ahead
-// there (t.e2.o4.i0.w4.f2.Ig: 0.36 of clone against interleave's 0.30; in t.e2.o4.i1.w4.f2.Ig
-// box first, then ATen's copy 0.20, interleave 0.32). On an H200 (docs/PERFORMANCE.md, "ATen's
-// copy on 2-byte elements that interleave runs skipping gaps"), forced by name over random
-// permutes: design (seeds 212-219, 37 shapes, all output bucket 4) 1.85 x ATen's copy, one
-// more than 5% slower; held out (seed 220, 51 such shapes, 13-709 us) 1.69 x (0.82-5.36 x), one
-// more than 5% slower, 0.266 -> 0.448 of clone. In output bucket 3 the same grid's 8 shapes ran
-// 1.15 x with 3 more than 5% slower (down to 0.77 x): the rule leaves them. With the rule built
-// in, 50 more shapes it moves (seed 224, 11-285 us): 1.70 x (0.80-8.28 x), 0.290 -> 0.493 of
-// clone, 2 more than 5% slower.
-bool interleave_takes_gapped_aten(Class const& cls, Choice const& pick, Device const& device) {
-  return device.gapped_aten_interleave && pick.kernel == Kernel::Aten && !cls.copy && cls.element_size == 2 &&
-         gapped_elements(cls) && cls.out_bucket == 4;
+// classes where interleave runs one element per access, with gaps between pixels or without
+// (".Ig", ".Ie"), and on 1-byte elements where it skips gaps (".Ig"), into output rows of 2048
+// bytes or more (bucket 4), where it is offered (it refuses broadcast inputs when skipping
+// gaps). The H100's timings ranked ATen's copy ahead there (t.e2.o4.i0.w4.f2.Ig: 0.36 of clone
+// against interleave's 0.30; t.e2.o4.i0.w4.f2.Ie: 0.57 against 0.70 over the shapes each ran;
+// t.e1.o4.i0.w1.f2.Ig: 0.20 against 0.14; in t.e2.o4.i1.w4.f2.Ig box first, then ATen's copy
+// 0.20, interleave 0.32). On an H200 (docs/PERFORMANCE.md, "ATen's copy on 1- and 2-byte
+// elements that interleave runs one at a time"), interleave and ATen's copy forced by name:
+// - 2-byte, gaps: design (seeds 212-219, 37 shapes, all output bucket 4) 1.85 x ATen's copy,
+//   one more than 5% slower; held out (seed 220, 51 such shapes, 13-709 us) 1.69 x (0.82-5.36
+//   x), one more than 5% slower, 0.266 -> 0.448 of clone. In output bucket 3 the same grid's 8
+//   shapes ran 1.15 x with 3 more than 5% slower (down to 0.77 x): the rule leaves them. Moved
+//   by the rule (seed 224, 50 shapes, 11-285 us): 1.70 x (0.80-8.28 x), 2 more than 5% slower;
+// - 2-byte, no gaps (all t.e2.o4.i0.w4.f2.Ie): design (seed 226, 58 shapes, 8-211 us) 1.42 x,
+//   6 more than 5% slower (8-36 us); held out (seed 228, 60 shapes, 7-161 us) 1.40 x (0.78-2.57
+//   x), 0.689 -> 0.945 of clone, 4 more than 5% slower (10-13 us);
+// - 1-byte: design (seed 227) 1.46 x over 16 shapes with gaps, 1.23 x over 7 without, none
+//   more than 5% slower; held out (seed 229) 1.53 x over 38 with gaps (2 more than 5% slower)
+//   but 1.01 x over 22 without (9 more than 5% slower, down to 0.74 x), so 1-byte elements
+//   without gaps stay with ATen's copy; with gaps, moved by the rule (seed 231, 60 shapes, 17-555
+//   us): 1.44 x (0.68-3.21 x), 0.209 -> 0.301 of clone, 6 more than 5% slower.
+// 8- and 16-byte elements were not measured (4 shapes of seed 227, 0.94-2.34 x).
+bool interleave_takes_element_aten(Class const& cls, Choice const& pick, Device const& device) {
+  bool const measured = cls.element_size == 2 || (cls.element_size == 1 && cls.gaps);
+  return device.element_aten_interleave && pick.kernel == Kernel::Aten && !cls.copy && measured &&
+         element_interleave(cls) && cls.out_bucket == 4;
 }
 
 // Interleave gives way to gather on 1-byte packs (planes -> interleaved) one element per access
@@ -1612,7 +1625,7 @@ bool interleave_takes_gapped_aten(Class const& cls, Choice const& pick, Device c
 // by more than 5% on 2 where interleave was on 44.
 bool gather_takes_gapped_packs(Class const& cls, Choice const& pick, Device const& device) {
   return device.gapped_pack_gather && pick.kernel == Kernel::Interleave && pick.pack && cls.element_size == 1 &&
-         gapped_elements(cls);
+         element_interleave(cls) && cls.gaps;
 }
 
 std::optional<Choice> broadcast_gather(Plan const& plan, Choice const& pick, Device const& device) {
@@ -1691,10 +1704,10 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
         if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr),
                                   "rows of 16 bytes or more that the table gives ATen's copy, on a GPU whose rule runs row copies in gather: run gather"))
           return *gather;
-      if (interleave_takes_gapped_aten(cls, *c, device))
+      if (interleave_takes_element_aten(cls, *c, device))
         if (auto interleave = instead(force(plan, Kernel::Interleave, device, nullptr),
-                                      "2-byte elements in output rows of 2048 bytes or more, which interleave runs one "
-                                      "element per access skipping gaps, on a GPU whose rule runs them there: run interleave"))
+                                      "2-byte elements (1-byte ones skipping gaps) in output rows of 2048 bytes or more, which "
+                                      "interleave runs one element per access, on a GPU whose rule runs them there: run interleave"))
           return *interleave;
       if (gather_takes_gapped_packs(cls, *c, device))
         if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr),

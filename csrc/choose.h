@@ -103,9 +103,9 @@ struct Device {
   // (lean_takes_padded, choose.cpp).
   bool padded_lean = false;
   // Transposes of 2-byte elements that the table gives ATen's copy run the interleave kernel
-  // where it runs them one element per access skipping gaps into output rows of 2048 bytes or
-  // more (interleave_takes_gapped_aten, choose.cpp).
-  bool gapped_aten_interleave = false;
+  // where it runs them one element per access into output rows of 2048 bytes or more, and
+  // 1-byte ones where it also skips gaps (interleave_takes_element_aten, choose.cpp).
+  bool element_aten_interleave = false;
   // 1-byte planes that the table packs in the interleave kernel one element per access skipping
   // gaps run the gather kernel (gather_takes_gapped_packs, choose.cpp).
   bool gapped_pack_gather = false;

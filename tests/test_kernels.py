@@ -669,20 +669,26 @@ def test_explain_on_an_h200_runs_padded_picks_with_emptier_lean_tiles_in_lean(sh
 
 
 # ... and run the interleave kernel, rather than ATen's copy, for 2-byte elements that it runs one
-# element per access skipping gaps, into output rows of 2048 bytes or more -- also where ATen's
-# copy is next after the box kernel the H200 passes over. Shorter output rows and broadcast
+# element per access (skipping gaps between pixels or not) into output rows of 2048 bytes or
+# more, and for 1-byte ones where it skips gaps -- also where ATen's copy is next after the box
+# kernel the H200 passes over. Shorter output rows, 1-byte elements without gaps and broadcast
 # inputs (interleave refuses to skip their gaps) keep ATen's copy.
 @pytest.mark.parametrize("shape, dims, dtype, view, on_h200, on_h100", [
-    ((3, 2, 36, 4758, 6, 4), (0, 2, 1, 5, 4, 3), torch.float16, None, "interleave", "aten"),
+    ((3, 2, 36, 4758, 6, 4), (0, 2, 1, 5, 4, 3), torch.float16, None, "interleave", "aten"),  # gaps
     ((8, 4, 818, 23, 2), (0, 4, 3, 1, 2), torch.bfloat16, None, "interleave", "aten"),
     ((28, 2456, 5, 13, 2, 2), (4, 3, 2, 0, 1, 5), torch.uint8, "offset", "interleave", "aten"),  # uint8 pairs
     ((2, 9, 5692, 26, 8), (1, 3, 0, 4, 2), torch.bfloat16, None, "interleave", "box"),
+    ((3, 836539, 2, 2), (3, 0, 1, 2), torch.bfloat16, None, "interleave", "aten"),  # no gaps
+    ((123, 1524, 7, 2), (2, 0, 3, 1), torch.bfloat16, None, "interleave", "aten"),
+    ((30758, 111, 2, 3), (3, 1, 2, 0), torch.uint8, None, "interleave", "aten"),  # 1-byte elements
+    ((7, 2786, 13, 15, 2, 2), (0, 5, 4, 2, 3, 1), torch.uint8, "offset", "interleave", "aten"),
     ((77, 635, 2, 12, 15), (0, 3, 2, 4, 1), torch.float16, None, None, "aten"),  # output rows under 2048 bytes
+    ((260623, 4, 13), (2, 0, 1), torch.uint8, None, None, "aten"),  # 1-byte elements without gaps
     ((3, 56333, 3, 3, 2), (4, 3, 2, 0, 1), torch.bfloat16, "expand", None, "aten"),  # broadcast
 ])
-def test_explain_on_an_h200_runs_gapped_2_byte_aten_picks_in_interleave(shape, dims, dtype, view, on_h200, on_h100):
+def test_explain_on_an_h200_runs_1_and_2_byte_aten_picks_in_interleave(shape, dims, dtype, view, on_h200, on_h100):
     x = meta_view(shape, dtype, view)
-    h200 = check_h200_moves(x, dims, on_h200, "which interleave runs one element per access skipping gaps", on_h100)
+    h200 = check_h200_moves(x, dims, on_h200, "interleave runs one element per access, on a GPU", on_h100)
     assert h200["kernel"] == (on_h200 or "aten"), h200
 
 
