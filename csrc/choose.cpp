@@ -693,11 +693,13 @@ struct Class {
   bool gaps;       // interleave's pixels lie further apart than C
   bool broadcast;  // some dim of size > 1 has input stride 0
   bool small;      // fewer than kSmallWork elements
+  // Interleave runs it one element per access (".Ie", ".Ig" with gaps); its width is 16 or the element.
+  bool element_interleave() const { return interleave == element_size; }
   std::string text() const {
     return std::string(copy ? "c" : "t") + ".e" + std::to_string(element_size) + ".o" + std::to_string(out_bucket) +
            (copy ? "" : ".i" + std::to_string(in_bucket)) + ".w" + std::to_string(width) +
            (fill ? ".f" + std::to_string(fill) : "") +
-           (interleave ? interleave > element_size ? ".I" : gaps ? ".Ig" : ".Ie" : "") + (broadcast ? ".b" : "") +
+           (element_interleave() ? gaps ? ".Ig" : ".Ie" : interleave ? ".I" : "") + (broadcast ? ".b" : "") +
            (small ? ".s" : "");
   }
 };
@@ -1582,9 +1584,6 @@ std::optional<Choice> lean_takes_padded(Plan const& plan, Choice const& pick, De
   return lean;
 }
 
-// The plan's class says interleave runs it one element per access (".Ie", ".Ig").
-bool element_interleave(Class const& cls) { return cls.interleave == cls.element_size; }
-
 // ATen's copy gives way to interleave on 2-byte elements (bfloat16, float16, pairs of uint8) in
 // classes where interleave runs one element per access, with gaps between pixels or without
 // (".Ig", ".Ie"), and on 1-byte elements where it skips gaps (".Ig"), into output rows of 2048
@@ -1611,7 +1610,7 @@ bool element_interleave(Class const& cls) { return cls.interleave == cls.element
 bool interleave_takes_element_aten(Class const& cls, Choice const& pick, Device const& device) {
   bool const measured = cls.element_size == 2 || (cls.element_size == 1 && cls.gaps);
   return device.element_aten_interleave && pick.kernel == Kernel::Aten && !cls.copy && measured &&
-         element_interleave(cls) && cls.out_bucket == 4;
+         cls.element_interleave() && cls.out_bucket == 4;
 }
 
 // Interleave gives way to gather on 1-byte packs (planes -> interleaved) one element per access
@@ -1625,7 +1624,7 @@ bool interleave_takes_element_aten(Class const& cls, Choice const& pick, Device 
 // by more than 5% on 2 where interleave was on 44.
 bool gather_takes_gapped_packs(Class const& cls, Choice const& pick, Device const& device) {
   return device.gapped_pack_gather && pick.kernel == Kernel::Interleave && pick.pack && cls.element_size == 1 &&
-         element_interleave(cls) && cls.gaps;
+         cls.element_interleave() && cls.gaps;
 }
 
 std::optional<Choice> broadcast_gather(Plan const& plan, Choice const& pick, Device const& device) {
