@@ -1095,6 +1095,9 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //   - 1-byte planes packed one element per access skipping gaps in gather rather than
 //     interleave (gather_takes_gapped_packs has the measurements): 1.65 x over 60 held-out
 //     shapes.
+//   - Transposes that the table gives gather, where gather would load a sector for every
+//     element, into outputs of 16 MiB or more, in split (split_takes_scattered_gather has the
+//     measurements): 1.74 x over 70 held-out shapes.
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
   if (name.find("H200") != std::string::npos) {
@@ -1110,6 +1113,7 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.padded_lean = true;
     d.element_aten_interleave = true;
     d.gapped_pack_gather = true;
+    d.scattered_gather_split = true;
   }
   return d;
 }
@@ -1538,15 +1542,50 @@ bool gather_takes_aten_rows(Plan const& plan, Choice const& c, Device const& dev
 //   946 us), 0.87 x and 0.89 x.
 constexpr int64_t kScatteredReach = 512;
 
-bool aten_reads_scattered(Plan const& plan) {
+// Whether every dim the input reads with a stride under one sector lies `reach` or more elements
+// apart in the output: then loads of elements near each other in the output share no sector.
+bool reads_scattered(Plan const& plan, int64_t reach) {
   for (int i = 0; i < plan.rank; ++i)
-    if (plan.dims[i].in * plan.element_size < kSectorBytes && plan.dims[i].out < kScatteredReach) return false;
+    if (plan.dims[i].in * plan.element_size < kSectorBytes && plan.dims[i].out < reach) return false;
   return true;
 }
 
 std::optional<Choice> split_takes_scattered_aten(Plan const& plan, Choice const& c, Device const& device) {
   if (!device.scattered_aten_split || c.kernel != Kernel::Aten || plan.copy_route() || plan.element_size != 8 ||
-      tensor_element_size(plan) != 8 || broadcast_input(plan) || !aten_reads_scattered(plan))
+      tensor_element_size(plan) != 8 || broadcast_input(plan) || !reads_scattered(plan, kScatteredReach))
+    return std::nullopt;
+  return force(plan, Kernel::Split, device, nullptr);
+}
+
+// `gather` loads each element on its own, and a block's loads come from a window of 8192
+// consecutive output elements (256 threads, 32 elements each for 1- and 2-byte elements). Where
+// the dims that share a sector lie kScatteredGatherReach or more elements apart in the output,
+// no two loads of that window share a sector: every element costs one, 32 bytes read for 1-16
+// used, and the sectors come back for the elements they also hold only after the window has
+// moved on, from L2 or, for inputs larger than it, from memory. The split kernel reads whole
+// tile rows instead. On a GPU whose rule it is (Device::scattered_gather_split), transposes the
+// table gives gather whose reads are scattered so run the split kernel where it is offered.
+// Measured on an H200 (gather, split, ATen's copy forced by name, bit-checked, the better of
+// two rounds beside clone; docs/PERFORMANCE.md, "Gather picks whose reads share no sector"):
+// - design: over three grids of random permutes (seed 240: 154 gather picks of 2^19-2^25
+//   elements; seeds 241-242: 2^25-2^28 and 2^14-2^20 elements), the 13 such picks that split
+//   can run ran 1.48 x as fast in split (1.00-2.75 x: bfloat16 (276, 2, 109, 10, 350)
+//   permuted (2, 4, 1, 0, 3), 0.115 -> 0.318 of clone), none slower; at a reach of 1024
+//   elements one more ran 0.68 x, at 768 three more down to 0.29 x, and the other 44 gather
+//   picks split can run 0.44 x;
+// - the first form, without a size bound, on 80 shapes it moved (seed 244, 2^20-2^28
+//   elements): 1.44 x, but 20 more than 5% slower; 56 outputs of kScatteredGatherBytes or more
+//   1.76 x (3 slower), the 24 under it 0.91 x (17 slower), where the L2 cache holds both sides
+//   and gather's repeated sectors come back from it. Bounded by the output's bytes (not the
+//   input's distinct bytes: broadcast inputs of 1 MiB ran 1.92 x in split into 500 MiB);
+// - held out, the rule as kept (seed 245, 70 shapes it moves, 31-3091 us): 1.74 x (0.89-6.36
+//   x), 0.189 -> 0.329 of clone (eager 0.197), 4 more than 5% slower; behind eager by more
+//   than 5% on 8, where gather was on 22.
+constexpr int64_t kScatteredGatherReach = 2048, kScatteredGatherBytes = int64_t(16) << 20;
+
+std::optional<Choice> split_takes_scattered_gather(Plan const& plan, Choice const& c, Device const& device) {
+  if (!device.scattered_gather_split || c.kernel != Kernel::Gather || plan.copy_route() ||
+      plan.numel() * plan.element_size < kScatteredGatherBytes || !reads_scattered(plan, kScatteredGatherReach))
     return std::nullopt;
   return force(plan, Kernel::Split, device, nullptr);
 }
@@ -1718,6 +1757,12 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
                                            " or more elements apart in the output), on a GPU whose rule runs these in "
                                            "split: run split";
       if (auto split = instead(split_takes_scattered_aten(plan, *c, device), scattered.c_str()))
+        return *split;
+      static std::string const scattered_gather =
+          "gather would load a sector for each element (the input's dims within one sector lie " +
+          std::to_string(kScatteredGatherReach) +
+          " or more elements apart in the output), on a GPU whose rule runs these in split: run split";
+      if (auto split = instead(split_takes_scattered_gather(plan, *c, device), scattered_gather.c_str()))
         return *split;
       return *c;
     }

@@ -707,6 +707,27 @@ def test_explain_on_an_h200_packs_gapped_1_byte_planes_in_gather(shape, dims, dt
     assert h200["kernel"] == (on_h200 or "interleave"), h200
 
 
+# ... and run the split kernel, rather than gather, where gather would load a sector for each
+# element (the input's dims within one sector lie 2048 or more elements apart in the output) of
+# an output of 16 MiB or more. Gather picks whose sector-sharing dims lie nearer stay, smaller
+# ones stay, and so do those split cannot run.
+@pytest.mark.parametrize("shape, dims, dtype, view, on_h200, on_h100", [
+    ((363, 23, 2, 4178), (3, 1, 0, 2), torch.float16, None, "split", "gather"),
+    ((2, 2884, 49331), (2, 1, 0), torch.bfloat16, None, "split", "gather"),
+    ((2471, 23, 2, 27, 3), (1, 3, 4, 0, 2), torch.int32, None, "split", "gather"),
+    ((4, 7, 8, 120, 6623), (4, 0, 3, 2, 1), torch.uint8, "expand", "split", "gather"),
+    ((276, 2, 109, 10, 350), (2, 4, 1, 0, 3), torch.bfloat16, None, "split", "box"),  # gather after box
+    ((2, 41, 4, 2, 9507), (4, 2, 3, 1, 0), torch.bfloat16, None, None, "gather"),  # input rows 656 apart
+    ((5, 4, 120594, 9, 14), (0, 2, 1, 4, 3), torch.float16, None, None, "gather"),  # 9 apart
+    ((136, 6, 66, 35), (3, 1, 0, 2), torch.bfloat16, "step", None, "gather"),  # split cannot run it
+    ((20, 2, 5, 22, 2, 169), (5, 1, 4, 3, 2, 0), torch.uint8, None, None, "gather"),  # under 16 MiB
+])
+def test_explain_on_an_h200_runs_scattered_gather_picks_in_split(shape, dims, dtype, view, on_h200, on_h100):
+    x = meta_view(shape, dtype, view)
+    h200 = check_h200_moves(x, dims, on_h200, "gather would load a sector for each element", on_h100)
+    assert h200["kernel"] == (on_h200 or "gather"), h200
+
+
 @pytest.mark.parametrize("shape, dims, route", [
     ((64, 32), (1, 0), "transpose"),
     ((4, 6, 64), (1, 0, 2), "copy"),
