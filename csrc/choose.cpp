@@ -1097,7 +1097,9 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     shapes.
 //   - Transposes that the table gives gather, where gather would load a sector for every
 //     element, into outputs of 16 MiB or more, in split (split_takes_scattered_gather has the
-//     measurements): 1.74 x over 70 held-out shapes.
+//     measurements): 1.74 x over 70 held-out shapes; the previous rule's gapped 1-byte packs
+//     whose reads are scattered, at any size: 1.66 x and 1.42 x over 47 and 46 held-out shapes
+//     of 16 MiB or more and under it.
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
   if (name.find("H200") != std::string::npos) {
@@ -1581,11 +1583,26 @@ std::optional<Choice> split_takes_scattered_aten(Plan const& plan, Choice const&
 // - held out, the rule as kept (seed 245, 70 shapes it moves, 31-3091 us): 1.74 x (0.89-6.36
 //   x), 0.189 -> 0.329 of clone (eager 0.197), 4 more than 5% slower; behind eager by more
 //   than 5% on 8, where gather was on 22.
+// The gather that gather_takes_gapped_packs gives 1-byte planes (packed one element per access
+// skipping gaps) takes this rule too, and at any size (min_bytes 0): each element is one byte
+// of its own sector, and split ran faster under 16 MiB as well. Over shapes of that rule whose
+// reads are scattered (uint8, gather and split forced by name):
+// - design (seed 250, 53 shapes split can run, 2^20-2^28 elements): 1.67 x gather, none more
+//   than 5% slower (1.28 x over the 8 under 16 MiB);
+// - held out, 16 MiB or more (seed 251, 47 shapes, 29-1686 us): 1.66 x (0.78-5.2 x), 0.087 ->
+//   0.145 of clone (eager 0.085), one more than 5% slower; behind eager by more than 5% on
+//   none, where gather was on 2;
+// - under 16 MiB (seed 252, 47 shapes): 1.44 x, 2 more than 5% slower; held out for the bound's
+//   removal (seed 255, 46 shapes, 19-103 us): 1.42 x (0.95-3.76 x), 0.170 -> 0.241 of clone
+//   (eager 0.164), none more than 5% slower, behind eager by more than 5% on none where gather
+//   was on 9. Those whose reads are not scattered (seed 254, 24 of 16 MiB or more) ran 0.88 x
+//   in split, 11 more than 5% slower: they keep gather.
 constexpr int64_t kScatteredGatherReach = 2048, kScatteredGatherBytes = int64_t(16) << 20;
 
-std::optional<Choice> split_takes_scattered_gather(Plan const& plan, Choice const& c, Device const& device) {
+std::optional<Choice> split_takes_scattered_gather(Plan const& plan, Choice const& c, Device const& device,
+                                                   int64_t min_bytes = kScatteredGatherBytes) {
   if (!device.scattered_gather_split || c.kernel != Kernel::Gather || plan.copy_route() ||
-      plan.numel() * plan.element_size < kScatteredGatherBytes || !reads_scattered(plan, kScatteredGatherReach))
+      plan.numel() * plan.element_size < min_bytes || !reads_scattered(plan, kScatteredGatherReach))
     return std::nullopt;
   return force(plan, Kernel::Split, device, nullptr);
 }
@@ -1660,7 +1677,8 @@ bool interleave_takes_element_aten(Class const& cls, Choice const& pick, Device 
 // 5% slower on 2 (0.80 x and 0.90 x, into 6 and 3 channels); interleave had trailed eager by
 // more than 5% on 31 of them, gather on 3. Held out (seed 223, 60 packs, 14-334 us): 1.65 x
 // (0.64-4.91 x), 0.209 -> 0.345 of clone (eager 0.249), more than 5% slower on 5, behind eager
-// by more than 5% on 2 where interleave was on 44.
+// by more than 5% on 2 where interleave was on 44. Where gather's reads would be scattered, the
+// split kernel runs them instead (split_takes_scattered_gather).
 bool gather_takes_gapped_packs(Class const& cls, Choice const& pick, Device const& device) {
   return device.gapped_pack_gather && pick.kernel == Kernel::Interleave && pick.pack && cls.element_size == 1 &&
          cls.element_interleave() && cls.gaps;
@@ -1747,21 +1765,25 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
                                       "2-byte elements (1-byte ones skipping gaps) in output rows of 2048 bytes or more, which "
                                       "interleave runs one element per access, on a GPU whose rule runs them there: run interleave"))
           return *interleave;
+      static std::string const scattered_gather =
+          "gather would load a sector for each element (the input's dims within one sector lie " +
+          std::to_string(kScatteredGatherReach) +
+          " or more elements apart in the output), on a GPU whose rule runs these in split: run split";
+      static std::string const gapped_packs = "1-byte planes packed one element per access skipping gaps, on a GPU "
+                                              "whose rule runs them in gather: run gather";
       if (gather_takes_gapped_packs(cls, *c, device))
-        if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr),
-                                  "1-byte planes packed one element per access skipping gaps, on a GPU whose rule runs "
-                                  "them in gather: run gather"))
+        if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr), gapped_packs.c_str())) {
+          static std::string const then_split = gapped_packs + "; " + scattered_gather;
+          if (auto split = instead(split_takes_scattered_gather(plan, *gather, device, /*min_bytes=*/0), then_split.c_str()))
+            return *split;
           return *gather;
+        }
       static std::string const scattered = "8-byte elements that ATen's copy would load a sector each (the input's dims "
                                            "within one sector lie " + std::to_string(kScatteredReach) +
                                            " or more elements apart in the output), on a GPU whose rule runs these in "
                                            "split: run split";
       if (auto split = instead(split_takes_scattered_aten(plan, *c, device), scattered.c_str()))
         return *split;
-      static std::string const scattered_gather =
-          "gather would load a sector for each element (the input's dims within one sector lie " +
-          std::to_string(kScatteredGatherReach) +
-          " or more elements apart in the output), on a GPU whose rule runs these in split: run split";
       if (auto split = instead(split_takes_scattered_gather(plan, *c, device), scattered_gather.c_str()))
         return *split;
       return *c;

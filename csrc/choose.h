@@ -109,8 +109,9 @@ struct Device {
   // 1-byte planes that the table packs in the interleave kernel one element per access skipping
   // gaps run the gather kernel (gather_takes_gapped_packs, choose.cpp).
   bool gapped_pack_gather = false;
-  // Transposes that the table gives the gather kernel, where gather would load a sector for
-  // every element, run the split kernel (split_takes_scattered_gather, choose.cpp).
+  // Transposes that the table gives the gather kernel, or that gapped_pack_gather moves there,
+  // where gather would load a sector for every element, run the split kernel
+  // (split_takes_scattered_gather, choose.cpp).
   bool scattered_gather_split = false;
 };
 

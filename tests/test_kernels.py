@@ -709,8 +709,9 @@ def test_explain_on_an_h200_packs_gapped_1_byte_planes_in_gather(shape, dims, dt
 
 # ... and run the split kernel, rather than gather, where gather would load a sector for each
 # element (the input's dims within one sector lie 2048 or more elements apart in the output) of
-# an output of 16 MiB or more. Gather picks whose sector-sharing dims lie nearer stay, smaller
-# ones stay, and so do those split cannot run.
+# an output of 16 MiB or more, and where the gather is the gapped-pack rule's (uint8 planes), at
+# any size. Gather picks whose sector-sharing dims lie nearer stay, smaller ones stay, and so do
+# those split cannot run.
 @pytest.mark.parametrize("shape, dims, dtype, view, on_h200, on_h100", [
     ((363, 23, 2, 4178), (3, 1, 0, 2), torch.float16, None, "split", "gather"),
     ((2, 2884, 49331), (2, 1, 0), torch.bfloat16, None, "split", "gather"),
@@ -721,11 +722,17 @@ def test_explain_on_an_h200_packs_gapped_1_byte_planes_in_gather(shape, dims, dt
     ((5, 4, 120594, 9, 14), (0, 2, 1, 4, 3), torch.float16, None, None, "gather"),  # 9 apart
     ((136, 6, 66, 35), (3, 1, 0, 2), torch.bfloat16, "step", None, "gather"),  # split cannot run it
     ((20, 2, 5, 22, 2, 169), (5, 1, 4, 3, 2, 0), torch.uint8, None, None, "gather"),  # under 16 MiB
+    ((2, 13844, 2113), (2, 1, 0), torch.uint8, None, "split", "interleave"),  # gathered as gapped packs
+    ((4, 2, 4, 1266, 2574), (0, 1, 4, 3, 2), torch.uint8, None, "split", "interleave"),
+    ((3, 1144, 3, 6496), (3, 2, 1, 0), torch.uint8, "offset", "split", "interleave"),
+    ((3, 819, 2408), (2, 1, 0), torch.uint8, None, "split", "interleave"),  # 5.9 MiB: gapped packs at any size
 ])
 def test_explain_on_an_h200_runs_scattered_gather_picks_in_split(shape, dims, dtype, view, on_h200, on_h100):
     x = meta_view(shape, dtype, view)
     h200 = check_h200_moves(x, dims, on_h200, "gather would load a sector for each element", on_h100)
     assert h200["kernel"] == (on_h200 or "gather"), h200
+    if on_h100 == "interleave":  # the gapped-pack rule's gather, then this one's split, both said
+        assert "1-byte planes packed" in h200["reason"], h200
 
 
 @pytest.mark.parametrize("shape, dims, route", [

@@ -182,7 +182,8 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     interleave where it moves them one element at a time into output rows of 2048 bytes or
     more, 1-byte planes that interleave would pack skipping gaps in gather, and transposes
     that the table gives gather, where gather would load a sector for every element into an
-    output of 16 MiB or more, in split). A CUDA
+    output of 16 MiB or more, and those 1-byte packs at any size where gather would, in
+    split). A CUDA
     tensor's own device is described, whatever ``gpu`` says.
     ``kernel=`` names one of KERNELS to describe instead of the chooser's pick (an error if it
     cannot run the permute); ``offered`` then says whether the chooser would consider it for
