@@ -1116,6 +1116,7 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.element_aten_interleave = true;
     d.gapped_pack_gather = true;
     d.scattered_gather_split = true;
+    d.far_short_runs_aten = true;
   }
   return d;
 }
@@ -1607,6 +1608,44 @@ std::optional<Choice> split_takes_scattered_gather(Plan const& plan, Choice cons
   return force(plan, Kernel::Split, device, nullptr);
 }
 
+// Row copies of 4-byte elements in runs under 16 bytes (one to three elements, class
+// c.e4.o0): gather loads each element on its own with lanes on 16-byte vectors, so each of its
+// load instructions touches a run, and a sector, per lane; ATen's copy has its lanes on
+// consecutive elements, a few runs per instruction. Where the input's other dims within one
+// sector (the data beside each run) lie kFarRunReuse or more elements apart in the output, the
+// sectors a run leaves come back only long after; on a GPU whose rule it is
+// (Device::far_short_runs_aten) such copies run ATen's copy. Measured on an H200 (gather and
+// ATen's copy forced by name, bit-checked, the better of two rounds beside clone;
+// docs/PERFORMANCE.md, "Short runs whose neighbours come back late"):
+// - design (seeds 260 and 262: 22 such gather picks, not broadcast): the 10 whose neighbours lie
+//   16344 or more elements apart ran 1.16 x as fast in ATen's copy, 1.14-1.35 x but for two (0.83
+//   x and 0.91 x); the 12 at 5898 or less 0.77-0.99 x;
+// - held out (seed 263, 40 shapes it moves, 8-980 us): 1.14 x (0.92-1.46 x), 0.474 -> 0.541 of
+//   clone (eager 0.539), 3 more than 5% slower; behind eager by more than 5% on none, where
+//   gather was on 28. On 20 such copies it leaves on gather (seed 264), gather ran 1.20 x ATen's
+//   copy, ahead on 16.
+// A layout of gather with its lanes on consecutive elements, as ATen's copy, ran slower than
+// ATen's copy on every grid (0.74-0.85 x): the sectors per instruction are not what limits these.
+constexpr int64_t kFarRunReuse = 8192;
+
+// The least output distance between elements that share a sector with a run's own, over the
+// dims other than the output's innermost (INT64_MAX where no other dim reads within a sector).
+int64_t run_neighbour_reach(Plan const& plan) {
+  int64_t reach = INT64_MAX;
+  for (int i = 0; i < plan.rank; ++i)
+    if (i != plan.m && plan.dims[i].size > 1 && plan.dims[i].in * plan.element_size < kSectorBytes)
+      reach = std::min(reach, plan.dims[i].out);
+  return reach;
+}
+
+std::optional<Choice> aten_takes_far_short_runs(Plan const& plan, Choice const& c, Device const& device) {
+  if (!device.far_short_runs_aten || c.kernel != Kernel::Gather || !plan.copy_route() || plan.element_size != 4 ||
+      tensor_element_size(plan) != 4 || broadcast_input(plan) || plan.dims[plan.m].size * plan.element_size >= 16 ||
+      run_neighbour_reach(plan) < kFarRunReuse)
+    return std::nullopt;
+  return force(plan, Kernel::Aten, device, nullptr);
+}
+
 // Box gives way on 2-byte elements (the plan's, after merging: bfloat16, float16, pairs of
 // uint8): the H100's timings ranked it first in nine such classes (tiles under 60% full, most
 // with runs of one element skipping gaps, ".Ig"), from 3-10 shapes each. On an H200
@@ -1752,10 +1791,19 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
                                "channels of 8- or 16-byte elements whose runs continue into the next dim, unpacked one "
                                "element per access, on a GPU whose rule runs them in split: run split"))
         return *split;
+      static std::string const far_runs = "4-byte elements in runs under 16 bytes whose neighbours within a sector lie " +
+                                          std::to_string(kFarRunReuse) +
+                                          " or more elements apart in the output, on a GPU whose rule runs these in "
+                                          "ATen's copy (lanes on consecutive elements): run ATen's copy";
+      static std::string const narrow_rows = "rows in narrow vectors whose index arithmetic costs more than gather's "
+                                             "loads, on a GPU whose rule runs them in gather: run gather";
       if (gather_takes_rows(plan, *c, device))
-        if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr),
-                                  "rows in narrow vectors whose index arithmetic costs more than gather's loads, on a GPU whose rule runs them in gather: run gather"))
+        if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr), narrow_rows.c_str())) {
+          static std::string const then_aten = narrow_rows + "; " + far_runs;
+          if (auto aten = instead(aten_takes_far_short_runs(plan, *gather, device), then_aten.c_str()))
+            return *aten;
           return *gather;
+        }
       if (gather_takes_aten_rows(plan, *c, device))
         if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr),
                                   "rows of 16 bytes or more that the table gives ATen's copy, on a GPU whose rule runs row copies in gather: run gather"))
@@ -1786,6 +1834,8 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
         return *split;
       if (auto split = instead(split_takes_scattered_gather(plan, *c, device), scattered_gather.c_str()))
         return *split;
+      if (auto aten = instead(aten_takes_far_short_runs(plan, *c, device), far_runs.c_str()))
+        return *aten;
       return *c;
     }
     if (explain) skipped += std::string(skipped.empty() ? "" : ", ") + kernel_name(k) + " (" + why + ")";

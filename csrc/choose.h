@@ -113,6 +113,10 @@ struct Device {
   // where gather would load a sector for every element, run the split kernel
   // (split_takes_scattered_gather, choose.cpp).
   bool scattered_gather_split = false;
+  // Row copies of 4-byte elements in runs of one to three that the table, or rows_gather, gives
+  // the gather kernel, where the elements sharing a run's sectors come round again only far
+  // later in the output, run ATen's copy (aten_takes_far_short_runs, choose.cpp).
+  bool far_short_runs_aten = false;
 };
 
 // `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as

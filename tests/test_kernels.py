@@ -735,6 +735,31 @@ def test_explain_on_an_h200_runs_scattered_gather_picks_in_split(shape, dims, dt
         assert "1-byte planes packed" in h200["reason"], h200
 
 
+# ... and run ATen's copy, rather than gather, for row copies of 4-byte elements in runs of one
+# to three whose neighbours within a sector (the input's other dims read with strides under 32
+# bytes) lie 8192 or more elements apart in the output. Nearer neighbours, broadcast inputs,
+# 8-byte elements and runs of 16 bytes keep the H200's pick.
+@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
+    ((19604, 3, 242, 3), (1, 2, 0, 3), torch.float32, None, "aten"),  # neighbours 58812 apart
+    ((118450, 226, 3), (1, 0, 2), torch.int32, None, "aten"),  # 355350 apart
+    ((36, 6020, 2, 53, 3), (3, 1, 0, 2, 4), torch.float32, "offset", "aten"),
+    ((80833, 5, 3, 2), (2, 0, 1, 3), torch.float32, "step", "aten"),  # runs of one element
+    ((241, 3257, 3), (1, 0, 2), torch.int32, None, None),  # neighbours 723 apart
+    ((2128, 582, 3), (1, 0, 2), torch.int32, "expand", None),  # broadcast
+    ((19604, 3, 242, 3), (1, 2, 0, 3), torch.float64, None, None),  # 8-byte elements
+    ((19604, 3, 242, 4), (1, 2, 0, 3), torch.float32, None, None),  # runs of 16 bytes
+])
+def test_explain_on_an_h200_runs_far_short_runs_in_aten(shape, dims, dtype, view, on_h200):
+    x = meta_view(shape, dtype, view)
+    h100, h200 = h100_and_h200(x, dims)
+    moved = "neighbours within a sector lie 8192" in h200["reason"]
+    assert moved == (on_h200 is not None), h200
+    if on_h200:
+        assert h200["kernel"] == on_h200 and h100["kernel"] != on_h200, (h100, h200)
+    else:
+        assert "neighbours within a sector" not in h100["reason"], h100
+
+
 @pytest.mark.parametrize("shape, dims, route", [
     ((64, 32), (1, 0), "transpose"),
     ((4, 6, 64), (1, 0, 2), "copy"),

@@ -183,7 +183,9 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     more, 1-byte planes that interleave would pack skipping gaps in gather, and transposes
     that the table gives gather, where gather would load a sector for every element into an
     output of 16 MiB or more, and those 1-byte packs at any size where gather would, in
-    split). A CUDA
+    split, and row copies of 4-byte elements in runs of one to three that gather would take,
+    where the data beside each run comes back 8192 or more elements later, in ATen's
+    copy). A CUDA
     tensor's own device is described, whatever ``gpu`` says.
     ``kernel=`` names one of KERNELS to describe instead of the chooser's pick (an error if it
     cannot run the permute); ``offered`` then says whether the chooser would consider it for
