@@ -1545,13 +1545,18 @@ bool gather_takes_aten_rows(Plan const& plan, Choice const& c, Device const& dev
 //   946 us), 0.87 x and 0.89 x.
 constexpr int64_t kScatteredReach = 512;
 
+// The least output stride over the dims the input reads with a stride under one sector, but
+// `skip` (INT64_MAX where there are none): how near in the output elements that share a sector lie.
+int64_t sector_neighbour_reach(Plan const& plan, int skip = -1) {
+  int64_t reach = INT64_MAX;
+  for (int i = 0; i < plan.rank; ++i)
+    if (i != skip && plan.dims[i].in * plan.element_size < kSectorBytes) reach = std::min(reach, plan.dims[i].out);
+  return reach;
+}
+
 // Whether every dim the input reads with a stride under one sector lies `reach` or more elements
 // apart in the output: then loads of elements near each other in the output share no sector.
-bool reads_scattered(Plan const& plan, int64_t reach) {
-  for (int i = 0; i < plan.rank; ++i)
-    if (plan.dims[i].in * plan.element_size < kSectorBytes && plan.dims[i].out < reach) return false;
-  return true;
-}
+bool reads_scattered(Plan const& plan, int64_t reach) { return sector_neighbour_reach(plan) >= reach; }
 
 std::optional<Choice> split_takes_scattered_aten(Plan const& plan, Choice const& c, Device const& device) {
   if (!device.scattered_aten_split || c.kernel != Kernel::Aten || plan.copy_route() || plan.element_size != 8 ||
@@ -1628,20 +1633,10 @@ std::optional<Choice> split_takes_scattered_gather(Plan const& plan, Choice cons
 // ATen's copy on every grid (0.74-0.85 x): the sectors per instruction are not what limits these.
 constexpr int64_t kFarRunReuse = 8192;
 
-// The least output distance between elements that share a sector with a run's own, over the
-// dims other than the output's innermost (INT64_MAX where no other dim reads within a sector).
-int64_t run_neighbour_reach(Plan const& plan) {
-  int64_t reach = INT64_MAX;
-  for (int i = 0; i < plan.rank; ++i)
-    if (i != plan.m && plan.dims[i].size > 1 && plan.dims[i].in * plan.element_size < kSectorBytes)
-      reach = std::min(reach, plan.dims[i].out);
-  return reach;
-}
-
 std::optional<Choice> aten_takes_far_short_runs(Plan const& plan, Choice const& c, Device const& device) {
   if (!device.far_short_runs_aten || c.kernel != Kernel::Gather || !plan.copy_route() || plan.element_size != 4 ||
       tensor_element_size(plan) != 4 || broadcast_input(plan) || plan.dims[plan.m].size * plan.element_size >= 16 ||
-      run_neighbour_reach(plan) < kFarRunReuse)
+      sector_neighbour_reach(plan, /*skip=*/plan.m) < kFarRunReuse)
     return std::nullopt;
   return force(plan, Kernel::Aten, device, nullptr);
 }
