@@ -38,8 +38,10 @@ from bench.harness import ext, meta_input
 
 def chosen(x: torch.Tensor, dims: Sequence[int], arch: int, gpu: str = "") -> str:
     """The kernel the chooser picks for permute(x, dims) on a GPU of `arch` named `gpu` (as
-    torch.cuda.get_device_name gives it; "" for the H100's rules)."""
-    return json.loads(torch.ops.cute_transpose._explain(x, list(dims), arch, "", gpu))["kernel"]
+    torch.cuda.get_device_name gives it; "" for the H100's rules), by the name that forces it:
+    "rows/together" and "gather/together" where its blocks read neighbouring runs together."""
+    info = json.loads(torch.ops.cute_transpose._explain(x, list(dims), arch, "", gpu))
+    return info["kernel"] + ("/together" if "read together" in info["config"] else "")
 
 
 SECTIONS = ("results", "permute", "sweep", "workloads")  # a run's tables, by section

@@ -1117,6 +1117,7 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.gapped_pack_gather = true;
     d.scattered_gather_split = true;
     d.far_short_runs_aten = true;
+    d.runs_together = true;
   }
   return d;
 }
@@ -1193,6 +1194,7 @@ std::string Choice::config() const {
     case Kernel::Rows:
       o << width << "-byte vectors";
       if (width == 16 && threads && threads < Device{}.rows_threads) o << ", blocks of " << threads << " threads";
+      if (together) o << ", neighbouring runs read together";
       break;
     case Kernel::Interleave:
       o << (pack ? "planes -> " : "") << channels << "-interleaved" << (pack ? "" : " -> planes") << ", "
@@ -1222,7 +1224,9 @@ std::string Choice::config() const {
         << (problem->m_first ? ", m-tiles first" : "");
       break;
     }
-    case Kernel::Gather: o << width << "-byte stores, every element loaded on its own"; break;
+    case Kernel::Gather:
+      o << width << "-byte stores, every element loaded on its own" << (together ? ", neighbouring runs read together" : "");
+      break;
     case Kernel::Lean: {
       TileDims const t = lean_tile(problem->element_size, shape);
       o << t.bm << "x" << t.bn << (shape == TileShape::Square ? "" : std::string(" ") + tile_shape_name(shape))
@@ -1641,6 +1645,46 @@ std::optional<Choice> aten_takes_far_short_runs(Plan const& plan, Choice const& 
   return force(plan, Kernel::Aten, device, nullptr);
 }
 
+// Row copies whose runs lie side by side in the input but far apart in the output: the TTC
+// suite's (15, 15, 32, 15, 32, 16) float32 permuted (4, 1, 0, 3, 2, 5) copies runs of 64 bytes
+// (the innermost dim), and the run beside each one in the input (the next index of dim 4) is
+// written 6.9 MB further on, on the walk's next pass over the input: each pass reads 64 bytes of
+// every 2 KiB stretch of it. rows ran it at 0.70 of clone. On a GPU whose rule it is
+// (Device::runs_together), rows and gather take such copies with their blocks in the
+// neighbours-together order (BlockOrder, cuda/index_walk.cuh): the dim that holds the input's
+// next run varies fastest over the blocks, so blocks launched together read neighbouring runs
+// together. It asks for runs under kTogetherRunBytes, the next run within two runs' length in
+// the input, kTogetherReach bytes or more away in the output, and accesses of 8 bytes or more
+// (rows in 16-byte vectors, or elements of 8 bytes or more). Measured on an H200 (each kernel
+// forced by name in both orders, outputs poisoned and bit-checked, the better of two rounds
+// beside clone; docs/PERFORMANCE.md, "Neighbouring runs read together"):
+// - design (the sweep's 41 row copies and 60 random ones with runs of 32-256 bytes, seed 270):
+//   the 20 the rule takes ran 1.14 x (0.97-1.38 x): the two TTC cells 0.70 -> 0.84 and 0.77 ->
+//   0.87 of clone, float64 (5728355, 3, 4) permuted (1, 0, 2) 0.67 -> 0.93. Runs of 17 KiB and
+//   more ran 0.85-0.93 x, neighbours under 1 MiB apart 0.92-1.05 x, accesses under 8 bytes
+//   (2- and 4-byte elements in narrow vectors) 0.94-1.0 x;
+// - held out (seed 271, 60 shapes it takes, 11-926 us): 1.17 x (0.84-1.91 x), 0.748 -> 0.875 of
+//   clone (eager 0.701), 5 more than 3% slower (0.96-1.05 x forced by name in the same run);
+//   behind eager by more than 5% on 2, where the plain order was on 1. Near misses it leaves
+//   (seed 272: runs under 256 bytes, the next run 256 KiB or more on) ran 1.04-1.05 x in the
+//   together order, 0.93-1.94 x.
+constexpr int64_t kTogetherRunBytes = 256, kTogetherReach = int64_t(1) << 20;
+
+bool reads_runs_together(Plan const& plan, Choice const& c, Device const& device) {
+  Dim const& run = plan.dims[plan.m];
+  if (!device.runs_together || !plan.copy_route() || broadcast_input(plan) || run.in != 1 ||
+      run.size * plan.element_size >= kTogetherRunBytes ||
+      (c.kernel != Kernel::Rows && c.kernel != Kernel::Gather) ||
+      !(plan.element_size >= 8 || (c.kernel == Kernel::Rows && c.width == 16)))
+    return false;
+  int next = -1;  // the dim that holds the input's next run: the least input stride
+  for (int i = 0; i < plan.rank; ++i)
+    if (i != plan.m && plan.dims[i].size > 1 && (next < 0 || std::abs(plan.dims[i].in) < std::abs(plan.dims[next].in)))
+      next = i;
+  return next >= 0 && std::abs(plan.dims[next].in) <= 2 * run.size &&
+         plan.dims[next].out * plan.element_size >= kTogetherReach;
+}
+
 // Box gives way on 2-byte elements (the plan's, after merging: bfloat16, float16, pairs of
 // uint8): the H100's timings ranked it first in nine such classes (tiles under 60% full, most
 // with runs of one element skipping gaps, ".Ig"), from 3-10 shapes each. On an H200
@@ -1875,6 +1919,13 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
       return "a broadcast input of " + std::to_string(distinct_input_bytes(plan)) +
              " bytes, whose every load hits the cache: run gather";
     });
+  if (reads_runs_together(plan, c, device)) {
+    c.together = true;
+    if (explain)
+      c.reason += "; runs under " + std::to_string(kTogetherRunBytes) + " bytes whose next run in the input lies " +
+                  std::to_string(kTogetherReach >> 20) + " MiB or more further on in the output, on a GPU whose rule "
+                  "reads them together: blocks in the neighbours-together order";
+  }
   return c;
 }
 

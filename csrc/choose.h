@@ -53,6 +53,7 @@ struct Choice {
   int out_width = 0;                  // Lean: the output side's vector bytes
   TileShape shape = TileShape::Square;  // Tile, Lean, Split
   int threads = 0;                    // Rows: the most threads a block of 16-byte vectors takes
+  bool together = false;              // Rows, Gather: blocks read neighbouring runs together (index_walk.cuh)
   int channels = 0;                   // Interleave: the short side's length C
   bool pack = false;                  // Interleave: planes -> interleaved (true) or back
   std::optional<Problem> problem;     // every kernel but Box and Aten
@@ -117,6 +118,10 @@ struct Device {
   // the gather kernel, where the elements sharing a run's sectors come round again only far
   // later in the output, run ATen's copy (aten_takes_far_short_runs, choose.cpp).
   bool far_short_runs_aten = false;
+  // Row copies in runs under 256 bytes, moved in accesses of 8 bytes or more, whose next run in
+  // the input lies 1 MiB or more further on in the output, run rows or gather with their blocks
+  // in the neighbours-together order (reads_runs_together, choose.cpp).
+  bool runs_together = false;
 };
 
 // `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as

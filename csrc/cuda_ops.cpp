@@ -39,7 +39,7 @@ void execute(Choice const& c, at::Tensor const& x, at::IntArrayRef perm, at::Ten
   cudaStream_t const stream = c10::cuda::getCurrentCUDAStream();
   switch (c.kernel) {
     case Kernel::Aten: return aten_permute_into(x, perm, out);
-    case Kernel::Rows: C10_CUDA_CHECK(launch_rows(*c.problem, c.width, c.threads, stream)); return;
+    case Kernel::Rows: C10_CUDA_CHECK(launch_rows(*c.problem, c.width, c.threads, c.together, stream)); return;
     case Kernel::Tile: C10_CUDA_CHECK(launch_tile(*c.problem, c.width, c.shape, stream)); return;
     case Kernel::Interleave: C10_CUDA_CHECK(launch_interleave(*c.problem, c.channels, c.pack, c.width, stream)); return;
     case Kernel::Box: C10_CUDA_CHECK(launch_box(*c.box, stream)); return;
@@ -47,7 +47,7 @@ void execute(Choice const& c, at::Tensor const& x, at::IntArrayRef perm, at::Ten
     case Kernel::Pipelined: C10_CUDA_CHECK(launch_pipelined(*c.problem, stream)); return;
     case Kernel::Split: C10_CUDA_CHECK(launch_split(*c.split, c.width, c.shape, stream)); return;
     case Kernel::Realign: C10_CUDA_CHECK(launch_realign(*c.problem, stream)); return;
-    case Kernel::Gather: C10_CUDA_CHECK(launch_gather(*c.problem, c.width, stream)); return;
+    case Kernel::Gather: C10_CUDA_CHECK(launch_gather(*c.problem, c.width, c.together, stream)); return;
     case Kernel::Lean: C10_CUDA_CHECK(launch_lean(*c.problem, c.width, c.out_width, c.shape, stream)); return;
     case Kernel::SeedCopy: C10_CUDA_CHECK(launch_copy(*c.problem, stream)); return;
 #define CUTE_TRANSPOSE_SEED_CASE(name, kernel) \
@@ -115,7 +115,8 @@ using CudaOps = PlanOps<RunCuda>;
 // also where the chooser would not offer it), or a clear error when it cannot. "tile/<shape>"
 // names the Tile kernel in one tile shape (square, tall, wide, narrow, short, large, column, small),
 // "split/<shape>" the Split kernel in one of the first five, "lean/<shape>" the Lean kernel in
-// one of its own (square, tall, wide, large).
+// one of its own (square, tall, wide, large), "rows/together" and "gather/together" those
+// kernels with their blocks in the neighbours-together order.
 at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::string_view name) {
   auto const perm = checked_permutation(x, dims, "_permute_with");
   std::string const full(name);
@@ -123,10 +124,12 @@ at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::str
   auto const kernel = kernel_from_name(full.substr(0, slash));
   auto const shape = slash == std::string::npos ? std::nullopt : tile_shape_from_name(full.substr(slash + 1));
   bool const takes_shape = kernel == Kernel::Tile || kernel == Kernel::Lean || kernel == Kernel::Split;
-  TORCH_CHECK(kernel && is_candidate(*kernel) && (slash == std::string::npos || (takes_shape && shape)),
+  bool const together = slash != std::string::npos && full.substr(slash + 1) == "together" &&
+                        (kernel == Kernel::Rows || kernel == Kernel::Gather);
+  TORCH_CHECK(kernel && is_candidate(*kernel) && (slash == std::string::npos || (takes_shape && shape) || together),
               "cute_transpose._permute_with: unknown kernel '", name, "'; the candidates are ",
               c10::Join(", ", candidate_names()), ", tile/<square|tall|wide|narrow|short|large|column|small>, ",
-              "split/<square|tall|wide|narrow|short> and lean/<square|tall|wide|large>");
+              "split/<square|tall|wide|narrow|short>, lean/<square|tall|wide|large>, rows/together and gather/together");
   at::Tensor out = new_result(x, perm);
   if (out.numel() == 0) return out;
   c10::cuda::CUDAGuard guard(out.device());
@@ -138,8 +141,9 @@ at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::str
     return out;
   }
   std::string why;
-  auto const choice = force(*plan, *kernel, device_info(), &why, shape);  // also where choose() would not offer it
+  auto choice = force(*plan, *kernel, device_info(), &why, shape);  // also where choose() would not offer it
   TORCH_CHECK(choice, "cute_transpose._permute_with: the ", name, " kernel cannot run this permute: ", why);
+  choice->together = together;
   execute(*choice, x, perm, out);
   return out;
 }

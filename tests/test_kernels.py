@@ -148,7 +148,7 @@ def test_rows_blocks_shrink_for_small_copies(width, share):
 
 @needs_cuda
 def test_unknown_kernel_is_a_clear_error():
-    for name in ("nope", "tile/round", "padded/tall", "lean/round", "split/round"):
+    for name in ("nope", "tile/round", "padded/tall", "lean/round", "split/round", "tile/together", "rows/tall"):
         with pytest.raises(RuntimeError, match=f"unknown kernel '{name}'"):
             torch.ops.cute_transpose._permute_with(torch.zeros(4, 4, device="cuda"), [1, 0], name)
 
@@ -758,6 +758,49 @@ def test_explain_on_an_h200_runs_far_short_runs_in_aten(shape, dims, dtype, view
         assert h200["kernel"] == on_h200 and h100["kernel"] != on_h200, (h100, h200)
     else:
         assert "neighbours within a sector" not in h100["reason"], h100
+
+
+# Row copies whose runs lie side by side in the input and 1 MiB or more apart in the output run
+# rows or gather with their blocks in the neighbours-together order on an H200 (choose.cpp,
+# reads_runs_together): runs under 256 bytes, the next run within two runs' length, accesses of
+# 8 bytes or more. The H100 keeps the plain order.
+@pytest.mark.parametrize("shape, dims, dtype, view, together", [
+    ((15, 15, 32, 15, 32, 16), (4, 1, 0, 3, 2, 5), torch.float32, None, True),  # TTC: 64-byte runs, 6.9 MB apart
+    ((5728355, 3, 4), (1, 0, 2), torch.float64, None, True),  # 32-byte runs
+    ((40475, 4, 2, 3, 6, 14), (4, 0, 2, 3, 1, 5), torch.complex64, None, True),  # 112-byte runs, 8-byte vectors
+    ((96, 75, 96, 80), (2, 1, 0, 3), torch.float32, None, False),  # runs of 320 bytes
+    ((8, 3, 14, 16, 14, 16), (0, 2, 4, 1, 3, 5), torch.float32, None, False),  # the next run 3 KB on (ViT patches)
+    ((193, 163, 36, 74), (2, 0, 1, 3), torch.bfloat16, None, False),  # 148-byte runs in 4-byte vectors
+    ((5728355, 3, 4), (1, 0, 2), torch.float64, "step", False),  # no run: every other element
+    ((15, 15, 32, 15, 32, 16), (4, 1, 0, 3, 2, 5), torch.float32, "expand", False),  # broadcast
+])
+def test_explain_on_an_h200_reads_far_runs_together(shape, dims, dtype, view, together):
+    x = meta_view(shape, dtype, view)
+    h100, h200 = h100_and_h200(x, dims)
+    said = "neighbouring runs read together"
+    assert (said in h200["config"]) == together and ("neighbours-together" in h200["reason"]) == together, h200
+    assert said not in h100["config"] and h100["kernel"] == h200["kernel"], (h100, h200)
+    if together:
+        assert h200["kernel"] in ("rows", "gather"), h200
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", ONE_PER_SIZE, ids=dtype_id)
+@pytest.mark.parametrize("shape, dims, view", [
+    ((4100, 3, 24), (1, 0, 2), "contiguous"),  # runs of 24 elements; the next run is the output's outermost dim
+    ((3, 2052, 5, 24), (0, 2, 1, 3), "contiguous"),  # an outer dim around it: slices of 2052 runs, 3 times over
+    ((3, 2052, 5, 24), (0, 2, 1, 3), "offset"),  # the same one element into its storage
+])
+@pytest.mark.parametrize("kernel", ["rows/together", "gather/together"])
+def test_runs_read_together_write_every_element(dtype, shape, dims, view, kernel):
+    """rows and gather with their blocks in the neighbours-together order (BlockOrder,
+    cuda/index_walk.cuh): block b takes stretch b / n of slice b % n, where the slices are the
+    next run's dim; slices that end in a part stretch, and outer dims around them."""
+    x = view_of(view, shape, dtype, "cuda")
+    assert cute_transpose.explain(x, dims)["route"] == "copy"  # runs of 24 bytes or more: not widened away
+    ref = reference(x, dims)
+    out = run_poisoned(lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), kernel), x, ref.shape)
+    assert_bits_equal(out, ref)
 
 
 @pytest.mark.parametrize("shape, dims, route", [

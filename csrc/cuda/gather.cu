@@ -20,10 +20,12 @@
 namespace cute_transpose {
 namespace {
 
-// Items vectors per thread in flight. Vec holds V = sizeof(Vec) / sizeof(T) elements; the
-// output's last `total % V` elements (after the whole vectors) are written one by one by block 0.
+// Items vectors per thread in flight, over the stretches `order` gives the block. Vec holds
+// V = sizeof(Vec) / sizeof(T) elements; the output's last `total % V` elements (after the whole
+// vectors) are written one by one by block 0.
 template <class T, class Vec, class Index, int Threads, int Items>
-__global__ void __launch_bounds__(Threads) gather(T const* src, T* dst, IndexWalk<Index> walk, Index total) {
+__global__ void __launch_bounds__(Threads)
+    gather(T const* src, T* dst, IndexWalk<Index> walk, BlockOrder order, Index total) {
   constexpr int V = sizeof(Vec) / sizeof(T);
   constexpr int kMaxRank = IndexWalk<Index>::kMaxRank;
   Index const vectors = total / V;
@@ -32,13 +34,15 @@ __global__ void __launch_bounds__(Threads) gather(T const* src, T* dst, IndexWal
     Index const e = vectors * V + Index(threadIdx.x);
     dst[e] = src[walk.start(e, coord)];
   }
-  Index const step = Index(gridDim.x) * Threads * Items;
-  for (Index base = Index(blockIdx.x) * Threads * Items + Index(threadIdx.x); base < vectors; base += step) {
+  Index first, last;
+  order.stretch(int(blockIdx.x), Index(Threads * Items), vectors, first, last);
+  Index const step = order.n == 1 ? Index(gridDim.x) * Threads * Items : last;  // one stretch where n > 1
+  for (Index base = first + Index(threadIdx.x); base < last; base += step) {
     Vec v[Items];
     CUTE_UNROLL
     for (int k = 0; k < Items; ++k) {
       Index const i = base + k * Threads;
-      if (i < vectors) {
+      if (i < last) {
         Index coord[kMaxRank];
         int64_t at = walk.start(i * V, coord);
         T e[V];
@@ -52,17 +56,19 @@ __global__ void __launch_bounds__(Threads) gather(T const* src, T* dst, IndexWal
     }
     CUTE_UNROLL
     for (int k = 0; k < Items; ++k)
-      if (base + k * Threads < vectors) reinterpret_cast<Vec*>(dst)[base + k * Threads] = v[k];
+      if (base + k * Threads < last) reinterpret_cast<Vec*>(dst)[base + k * Threads] = v[k];
   }
 }
 
 template <class T, class Vec, class Index, int Items>
-cudaError_t launch_gather_items(IndexWalk<Index> const& walk, Problem const& p, uint64_t total, cudaStream_t stream) {
+cudaError_t launch_gather_items(IndexWalk<Index> const& walk, Problem const& p, uint64_t total, bool together,
+                                cudaStream_t stream) {
   constexpr int kThreads = 256, V = sizeof(Vec) / sizeof(T);
   uint64_t const per_block = uint64_t(kThreads) * Items * V;
-  uint64_t const blocks = std::max<uint64_t>(1, (total + per_block - 1) / per_block);
+  BlockOrder const order = together ? neighbours_together(p, V, kThreads * Items, total / V) : BlockOrder{};
+  uint64_t const blocks = order.n > 1 ? order.blocks : std::max<uint64_t>(1, (total + per_block - 1) / per_block);
   gather<T, Vec, Index, kThreads, Items><<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), kThreads, 0, stream>>>(
-      static_cast<T const*>(p.src), static_cast<T*>(p.dst), walk, Index(total));
+      static_cast<T const*>(p.src), static_cast<T*>(p.dst), walk, order, Index(total));
   return cudaGetLastError();
 }
 
@@ -70,7 +76,7 @@ cudaError_t launch_gather_items(IndexWalk<Index> const& walk, Problem const& p, 
 // one vector each where that would leave the GPU less than one full wave of threads: then a
 // thread per vector keeps more loads in flight at once (a few megabytes of output).
 template <class T, class Vec, class Index>
-cudaError_t launch_gather_with(Problem const& p, uint64_t total, cudaStream_t stream) {
+cudaError_t launch_gather_with(Problem const& p, uint64_t total, bool together, cudaStream_t stream) {
   constexpr int V = sizeof(Vec) / sizeof(T), kLoads = sizeof(T) >= 4 ? 16 : 32;
   constexpr int kItems = kLoads / V > 1 ? kLoads / V : 1;
   IndexWalk<Index> walk;
@@ -78,27 +84,28 @@ cudaError_t launch_gather_with(Problem const& p, uint64_t total, cudaStream_t st
   walk.add(p.rows, p.row_stride);
   for (int d = p.batch.rank - 1; d >= 0; --d) walk.add(p.batch.size[d], p.batch.in_stride[d]);
   uint64_t const wave = uint64_t(sm_count()) * 2048;  // threads resident at once (2048 per SM)
-  if (kItems > 1 && total / V < wave * kItems) return launch_gather_items<T, Vec, Index, 1>(walk, p, total, stream);
-  return launch_gather_items<T, Vec, Index, kItems>(walk, p, total, stream);
+  if (kItems > 1 && total / V < wave * kItems)
+    return launch_gather_items<T, Vec, Index, 1>(walk, p, total, together, stream);
+  return launch_gather_items<T, Vec, Index, kItems>(walk, p, total, together, stream);
 }
 
 template <class T, class Vec>
-cudaError_t launch_gather_of(Problem const& p, cudaStream_t stream) {
+cudaError_t launch_gather_of(Problem const& p, bool together, cudaStream_t stream) {
   uint64_t const total = uint64_t(p.batch.count) * p.rows * p.cols;
   // counted in elements (the index the walk starts from), which bounds the vectors too
-  if (total < kIntWalkLimit) return launch_gather_with<T, Vec, int>(p, total, stream);
-  return launch_gather_with<T, Vec, uint64_t>(p, total, stream);
+  if (total < kIntWalkLimit) return launch_gather_with<T, Vec, int>(p, total, together, stream);
+  return launch_gather_with<T, Vec, uint64_t>(p, total, together, stream);
 }
 
 }  // namespace
 
 // The chooser (choose.cpp) checked that the output is the contiguous (batch..., M, N) tensor and
 // that it starts on a 16-byte boundary (width 16).
-cudaError_t launch_gather(Problem const& p, int width, cudaStream_t stream) {
+cudaError_t launch_gather(Problem const& p, int width, bool together, cudaStream_t stream) {
   if (width != 16) return cudaErrorInvalidValue;
   return with_element_type(p.element_size, [&](auto t) {
     using T = decltype(t);
-    return launch_gather_of<T, cute::conditional_t<sizeof(T) < 16, Words<16>, T>>(p, stream);
+    return launch_gather_of<T, cute::conditional_t<sizeof(T) < 16, Words<16>, T>>(p, together, stream);
   });
 }
 

@@ -66,4 +66,58 @@ struct IndexWalk {
   }
 };
 
+// Which stretch of the output each block takes, for the same kernels (in the kernel's units:
+// vectors, or elements). In the plain order block b takes units [b * per_block, total), walking
+// on in grid-sized steps. Where the runs that lie side by side in the input land far apart in
+// the output, the neighbours-together order sees the output as (outer, n, slice): n the size of
+// the dim whose input stride is least (the dim that holds the input's next run) and slice its
+// output stride. Block b takes stretch b / n of slice b % n, one stretch only; blocks launched
+// together then read neighbouring runs together (docs/PERFORMANCE.md, "Neighbouring runs read
+// together").
+struct BlockOrder {
+  int n = 1;  // 1: the plain order
+  int64_t slice = 0;
+  cutlass::FastDivmod by_n, by_stretches;  // block -> (stretch index, slice); stretch index -> (outer, stretch)
+  uint64_t blocks = 0;                     // the grid (neighbours together)
+
+  // [first, last) of block b's first stretch; `per_block` units per stretch.
+  template <class Index>
+  CUTE_DEVICE void stretch(int b, Index per_block, Index total, Index& first, Index& last) const {
+    if (n == 1) {
+      first = Index(b) * per_block;
+      last = total;
+      return;
+    }
+    int j, r;
+    int const o = by_stretches.divmod(r, by_n.divmod(j, b));
+    Index const start = (Index(o) * n + j) * Index(slice);  // the slice's first unit
+    first = start + Index(r) * per_block;
+    last = cute::min(first + per_block, start + Index(slice));
+  }
+};
+
+// The neighbours-together order for a walk over `total` units (`unit` elements each) of the
+// output (batch..., M, N) of `p`, in stretches of `per_block` units; the plain order where no
+// dim holds the input's next run, or where its slice is shorter than a stretch or does not
+// split into whole units.
+inline BlockOrder neighbours_together(Problem const& p, int64_t unit, uint64_t per_block, uint64_t total) {
+  BlockOrder o;
+  int64_t size = p.rows, in = p.row_stride, out = p.out_row_stride;  // the M dim first, then the batch dims
+  for (int d = 0; d < p.batch.rank; ++d) {
+    int64_t const s = p.batch.in_stride[d] < 0 ? -p.batch.in_stride[d] : p.batch.in_stride[d];
+    if (p.batch.size[d] > 1 && s != 0 && (size < 2 || in == 0 || s < (in < 0 ? -in : in)))
+      size = p.batch.size[d], in = p.batch.in_stride[d], out = p.batch.out_stride[d];
+  }
+  if (size < 2 || in == 0 || out % unit != 0 || uint64_t(out / unit) < per_block) return o;
+  uint64_t const slice = uint64_t(out / unit), stretches = (slice + per_block - 1) / per_block;
+  uint64_t const blocks = total / (uint64_t(size) * slice) * uint64_t(size) * stretches;
+  if (blocks >= uint64_t(INT_MAX) || size >= INT_MAX) return o;
+  o.n = int(size);
+  o.slice = int64_t(slice);
+  o.by_n = cutlass::FastDivmod(int(size));
+  o.by_stretches = cutlass::FastDivmod(int(stretches));
+  o.blocks = blocks;
+  return o;
+}
+
 }  // namespace cute_transpose

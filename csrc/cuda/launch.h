@@ -50,12 +50,13 @@ cudaError_t launch_split(SplitProblem const& s, int width, TileShape shape, cuda
 
 // The copy route (strided_copy.cu): rows of the contiguous (batch..., M, N) output copied in
 // `width`-byte vectors (or single elements), 16-byte ones in blocks of at most `max_threads`
-// threads (0: the kernel's own choice).
-cudaError_t launch_rows(Problem const& p, int width, int max_threads, cudaStream_t stream);
+// threads (0: the kernel's own choice); `together`: blocks in the neighbours-together order
+// (BlockOrder, index_walk.cuh).
+cudaError_t launch_rows(Problem const& p, int width, int max_threads, bool together, cudaStream_t stream);
 
 // Any permute, the output in order (gather.cu): `width`-byte stores (16: the output starts on a
-// 16-byte boundary), every element read on its own.
-cudaError_t launch_gather(Problem const& p, int width, cudaStream_t stream);
+// 16-byte boundary), every element read on its own; `together` as for launch_rows.
+cudaError_t launch_gather(Problem const& p, int width, bool together, cudaStream_t stream);
 
 // One side of `channels` elements, interleaved (interleave.cuh): `pack` moves the planes (rows
 // of the Problem's m) into the interleaved output, or else the interleaved input (n) into planes,

@@ -11,32 +11,36 @@ namespace cute_transpose {
 namespace {
 
 // Items vectors per thread in flight: all loads, then all stores. A block moves Threads * Items
-// consecutive vectors per step.
+// consecutive vectors per step, over the stretches `order` gives it.
 template <class Vec, class Index, int Threads, int Items>
-__global__ void __launch_bounds__(Threads) strided_copy(Vec const* src, Vec* dst, IndexWalk<Index> walk, Index total) {
-  Index const step = Index(gridDim.x) * Threads * Items;
-  for (Index base = Index(blockIdx.x) * Threads * Items + Index(threadIdx.x); base < total; base += step) {
+__global__ void __launch_bounds__(Threads)
+    strided_copy(Vec const* src, Vec* dst, IndexWalk<Index> walk, BlockOrder order, Index total) {
+  Index first, last;
+  order.stretch(int(blockIdx.x), Index(Threads * Items), total, first, last);
+  Index const step = order.n == 1 ? Index(gridDim.x) * Threads * Items : last;  // one stretch where n > 1
+  for (Index base = first + Index(threadIdx.x); base < last; base += step) {
     Vec v[Items];
     CUTE_UNROLL
     for (int k = 0; k < Items; ++k)
-      if (base + k * Threads < total) v[k] = src[walk(base + k * Threads)];
+      if (base + k * Threads < last) v[k] = src[walk(base + k * Threads)];
     CUTE_UNROLL
     for (int k = 0; k < Items; ++k)
-      if (base + k * Threads < total) dst[base + k * Threads] = v[k];
+      if (base + k * Threads < last) dst[base + k * Threads] = v[k];
   }
 }
 
 // `total`: the vectors to copy, (batch..., M, N / V).
 template <class Vec, class Index, int Threads, int Items>
-cudaError_t launch_rows_with(Problem const& p, uint64_t total, cudaStream_t stream) {
+cudaError_t launch_rows_with(Problem const& p, uint64_t total, bool together, cudaStream_t stream) {
   int64_t const V = int64_t(sizeof(Vec)) / p.element_size;  // elements per vector
   IndexWalk<Index> walk;  // dims innermost first: n / V, m, then the batch dims from the innermost out
   walk.add(p.cols / V, p.col_stride);  // V > 1 only where col_stride is 1
   walk.add(p.rows, p.row_stride / V);
   for (int d = p.batch.rank - 1; d >= 0; --d) walk.add(p.batch.size[d], p.batch.in_stride[d] / V);
-  uint64_t const blocks = (total + Threads * Items - 1) / (Threads * Items);
+  BlockOrder const order = together ? neighbours_together(p, V, Threads * Items, total) : BlockOrder{};
+  uint64_t const blocks = order.n > 1 ? order.blocks : (total + Threads * Items - 1) / (Threads * Items);
   strided_copy<Vec, Index, Threads, Items><<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), Threads, 0, stream>>>(
-      static_cast<Vec const*>(p.src), static_cast<Vec*>(p.dst), walk, Index(total));
+      static_cast<Vec const*>(p.src), static_cast<Vec*>(p.dst), walk, order, Index(total));
   return cudaGetLastError();
 }
 
@@ -62,33 +66,33 @@ constexpr int kRowsBlocksPerSm = 2;
 // `max_threads` (Device::rows_threads; 0: no cap) caps 16-byte vectors' blocks: the ladder
 // above starts at the first block that fits under it.
 template <class Vec>
-cudaError_t launch_rows_of(Problem const& p, int max_threads, cudaStream_t stream) {
+cudaError_t launch_rows_of(Problem const& p, int max_threads, bool together, cudaStream_t stream) {
   constexpr bool kWide = sizeof(Vec) == 16;
   constexpr int kThreads = kWide ? 512 : 256, kItems = kWide ? 2 : 4;
   int const cap = kWide && max_threads > 0 ? max_threads : kThreads;
   uint64_t const total = uint64_t(p.batch.count) * p.rows * (p.cols / (int64_t(sizeof(Vec)) / p.element_size));
-  if (total >= kIntWalkLimit) return launch_rows_with<Vec, uint64_t, kThreads, kItems>(p, total, stream);
+  if (total >= kIntWalkLimit) return launch_rows_with<Vec, uint64_t, kThreads, kItems>(p, total, together, stream);
   uint64_t const blocks = uint64_t(kRowsBlocksPerSm) * sm_count();  // the fewest for a full launch
   if (cap >= kThreads && total >= blocks * kThreads * kItems)
-    return launch_rows_with<Vec, int, kThreads, kItems>(p, total, stream);
-  if (cap >= 256 && total >= blocks * 256 * 2) return launch_rows_with<Vec, int, 256, 2>(p, total, stream);
-  if (total >= blocks * 128 * 2) return launch_rows_with<Vec, int, 128, 2>(p, total, stream);
-  return launch_rows_with<Vec, int, 128, 1>(p, total, stream);
+    return launch_rows_with<Vec, int, kThreads, kItems>(p, total, together, stream);
+  if (cap >= 256 && total >= blocks * 256 * 2) return launch_rows_with<Vec, int, 256, 2>(p, total, together, stream);
+  if (total >= blocks * 128 * 2) return launch_rows_with<Vec, int, 128, 2>(p, total, together, stream);
+  return launch_rows_with<Vec, int, 128, 1>(p, total, together, stream);
 }
 
 }  // namespace
 
 // The chooser (choose.cpp) checked that the rows move in `width`-byte vectors and that the
 // output is the contiguous (batch..., M, N) tensor.
-cudaError_t launch_rows(Problem const& p, int width, int max_threads, cudaStream_t stream) {
+cudaError_t launch_rows(Problem const& p, int width, int max_threads, bool together, cudaStream_t stream) {
   if (width > p.element_size) {
     switch (width) {
-      case 16: return launch_rows_of<Words<16>>(p, max_threads, stream);
-      case 8: return launch_rows_of<Words<8>>(p, max_threads, stream);
-      case 4: return launch_rows_of<Words<4>>(p, max_threads, stream);
+      case 16: return launch_rows_of<Words<16>>(p, max_threads, together, stream);
+      case 8: return launch_rows_of<Words<8>>(p, max_threads, together, stream);
+      case 4: return launch_rows_of<Words<4>>(p, max_threads, together, stream);
     }
   }
-  return with_element_type(p.element_size, [&](auto t) { return launch_rows_of<decltype(t)>(p, max_threads, stream); });
+  return with_element_type(p.element_size, [&](auto t) { return launch_rows_of<decltype(t)>(p, max_threads, together, stream); });
 }
 
 }  // namespace cute_transpose

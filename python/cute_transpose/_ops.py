@@ -185,7 +185,8 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     output of 16 MiB or more, and those 1-byte packs at any size where gather would, in
     split, and row copies of 4-byte elements in runs of one to three that gather would take,
     where the data beside each run comes back 8192 or more elements later, in ATen's
-    copy). A CUDA
+    copy, and has rows and gather read row copies in runs under 256 bytes whose next run lies
+    1 MiB or more further on in the output with neighbouring runs together). A CUDA
     tensor's own device is described, whatever ``gpu`` says.
     ``kernel=`` names one of KERNELS to describe instead of the chooser's pick (an error if it
     cannot run the permute); ``offered`` then says whether the chooser would consider it for
