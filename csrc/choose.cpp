@@ -1182,6 +1182,9 @@ std::optional<TileShape> tile_shape_from_name(std::string const& name) {
   return std::nullopt;
 }
 
+// How config() says that rows or gather run in the neighbours-together order.
+constexpr char kTogetherWords[] = ", neighbouring runs read together";
+
 std::string Choice::config() const {
   std::ostringstream o;
   switch (kernel) {
@@ -1194,7 +1197,7 @@ std::string Choice::config() const {
     case Kernel::Rows:
       o << width << "-byte vectors";
       if (width == 16 && threads && threads < Device{}.rows_threads) o << ", blocks of " << threads << " threads";
-      if (together) o << ", neighbouring runs read together";
+      if (together) o << kTogetherWords;
       break;
     case Kernel::Interleave:
       o << (pack ? "planes -> " : "") << channels << "-interleaved" << (pack ? "" : " -> planes") << ", "
@@ -1225,7 +1228,7 @@ std::string Choice::config() const {
       break;
     }
     case Kernel::Gather:
-      o << width << "-byte stores, every element loaded on its own" << (together ? ", neighbouring runs read together" : "");
+      o << width << "-byte stores, every element loaded on its own" << (together ? kTogetherWords : "");
       break;
     case Kernel::Lean: {
       TileDims const t = lean_tile(problem->element_size, shape);
@@ -1671,18 +1674,14 @@ std::optional<Choice> aten_takes_far_short_runs(Plan const& plan, Choice const& 
 constexpr int64_t kTogetherRunBytes = 256, kTogetherReach = int64_t(1) << 20;
 
 bool reads_runs_together(Plan const& plan, Choice const& c, Device const& device) {
-  Dim const& run = plan.dims[plan.m];
-  if (!device.runs_together || !plan.copy_route() || broadcast_input(plan) || run.in != 1 ||
-      run.size * plan.element_size >= kTogetherRunBytes ||
+  if (!device.runs_together || !plan.copy_route() || broadcast_input(plan) ||
       (c.kernel != Kernel::Rows && c.kernel != Kernel::Gather) ||
       !(plan.element_size >= 8 || (c.kernel == Kernel::Rows && c.width == 16)))
     return false;
-  int next = -1;  // the dim that holds the input's next run: the least input stride
-  for (int i = 0; i < plan.rank; ++i)
-    if (i != plan.m && plan.dims[i].size > 1 && (next < 0 || std::abs(plan.dims[i].in) < std::abs(plan.dims[next].in)))
-      next = i;
-  return next >= 0 && std::abs(plan.dims[next].in) <= 2 * run.size &&
-         plan.dims[next].out * plan.element_size >= kTogetherReach;
+  Problem const& p = *c.problem;  // the run is its N dim; the kernels order blocks by next_run(p)
+  Dim const next = next_run(p);
+  return p.col_stride == 1 && p.cols * p.element_size < kTogetherRunBytes && next.size > 1 &&
+         std::abs(next.in) <= 2 * p.cols && next.out * p.element_size >= kTogetherReach;
 }
 
 // Box gives way on 2-byte elements (the plan's, after merging: bfloat16, float16, pairs of

@@ -111,6 +111,19 @@ struct Problem {
   bool m_first = false;
 };
 
+// For the kernels that walk a (batch..., M, N) output in order (rows, gather): the dim, M or a
+// batch dim, that holds the input's next run -- the least nonzero input stride among the dims
+// of two or more -- with its size and strides (size 1 where there is none).
+inline Dim next_run(Problem const& p) {
+  auto const reach = [](int64_t s) { return s < 0 ? -s : s; };
+  Dim next{p.rows, p.row_stride, p.out_row_stride};
+  if (next.size < 2 || next.in == 0) next = Dim{};
+  for (int d = 0; d < p.batch.rank; ++d)
+    if (p.batch.size[d] > 1 && p.batch.in_stride[d] != 0 && (next.size < 2 || reach(p.batch.in_stride[d]) < reach(next.in)))
+      next = Dim{p.batch.size[d], p.batch.in_stride[d], p.batch.out_stride[d]};
+  return next;
+}
+
 // The Interleave kernel's vector mode runs as is when every plane, every batch offset and both
 // tensors start on a 16-byte boundary (pack: planes -> interleaved, m the planes; unpack: n the
 // channels, m the pixels); otherwise uint8 realigns (cuda/interleave_realigned.cuh) and wider

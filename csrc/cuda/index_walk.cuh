@@ -102,13 +102,8 @@ struct BlockOrder {
 // split into whole units.
 inline BlockOrder neighbours_together(Problem const& p, int64_t unit, uint64_t per_block, uint64_t total) {
   BlockOrder o;
-  int64_t size = p.rows, in = p.row_stride, out = p.out_row_stride;  // the M dim first, then the batch dims
-  for (int d = 0; d < p.batch.rank; ++d) {
-    int64_t const s = p.batch.in_stride[d] < 0 ? -p.batch.in_stride[d] : p.batch.in_stride[d];
-    if (p.batch.size[d] > 1 && s != 0 && (size < 2 || in == 0 || s < (in < 0 ? -in : in)))
-      size = p.batch.size[d], in = p.batch.in_stride[d], out = p.batch.out_stride[d];
-  }
-  if (size < 2 || in == 0 || out % unit != 0 || uint64_t(out / unit) < per_block) return o;
+  auto const [size, in, out] = next_run(p);
+  if (size < 2 || out % unit != 0 || uint64_t(out / unit) < per_block) return o;
   uint64_t const slice = uint64_t(out / unit), stretches = (slice + per_block - 1) / per_block;
   uint64_t const blocks = total / (uint64_t(size) * slice) * uint64_t(size) * stretches;
   if (blocks >= uint64_t(INT_MAX) || size >= INT_MAX) return o;
