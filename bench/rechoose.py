@@ -40,8 +40,13 @@ def chosen(x: torch.Tensor, dims: Sequence[int], arch: int, gpu: str = "") -> st
     """The kernel the chooser picks for permute(x, dims) on a GPU of `arch` named `gpu` (as
     torch.cuda.get_device_name gives it; "" for the H100's rules), by the name that forces it:
     "rows/together" and "gather/together" where its blocks read neighbouring runs together."""
-    info = json.loads(torch.ops.cute_transpose._explain(x, list(dims), arch, "", gpu))
-    return info["kernel"] + ("/together" if "read together" in info["config"] else "")
+    return forced_name(json.loads(torch.ops.cute_transpose._explain(x, list(dims), arch, "", gpu)))
+
+
+def forced_name(info: dict) -> str:
+    """The name that forces the kernel an explain() dict describes: "rows/together" and
+    "gather/together" where its blocks read neighbouring runs together."""
+    return info["kernel"] + ("/together" if "read together" in (info.get("config") or "") else "")
 
 
 SECTIONS = ("results", "permute", "sweep", "workloads")  # a run's tables, by section
@@ -54,7 +59,7 @@ def autotune_timings(row: Optional[dict]) -> dict[str, float]:
     reason = ((row or {}).get("explain") or {}).get("reason", "")
     if not reason.startswith(TIMINGS):
         return {}
-    return {k: float(us) for k, us in re.findall(r"(\w+) ([0-9.]+) us", reason[len(TIMINGS):])}
+    return {k: float(us) for k, us in re.findall(r"([\w/]+) ([0-9.]+) us", reason[len(TIMINGS):])}
 
 
 def estimate(row: dict) -> Optional[float]:
@@ -84,7 +89,7 @@ def rechoose(saved: dict, arch: int = 90, gpu: Optional[str] = None) -> list[dic
             continue
         layout = View(**json.loads(view))
         rows.append({"case": case, "shape": shape, "dtype": dtype, "view": layout,
-                     "ran": ours["explain"]["kernel"], "ours": ours.get("ratio") or 0.0,
+                     "ran": forced_name(ours["explain"]), "ours": ours.get("ratio") or 0.0,
                      "eager": (eager or {}).get("ratio") or 0.0,
                      "now": chosen(meta_input(shape, dtype, layout), dims, arch, gpu),
                      "timings": autotune_timings(cell.get("autotuned"))})

@@ -40,7 +40,7 @@ std::string cache_json() {
   j << "[";
   bool first = true;
   for (auto const& [key, pick] : p.by_key) {
-    j << (first ? "" : ", ") << "{\"key\": \"" << key << "\", \"kernel\": \"" << kernel_name(pick.kernel)
+    j << (first ? "" : ", ") << "{\"key\": \"" << key << "\", \"kernel\": \"" << forced_name(pick.kernel, pick.together)
       << "\", \"timings\": \"" << pick.timings << "\"}";
     first = false;
   }
@@ -58,6 +58,10 @@ void clear_cache() {
 
 bool autotune_enabled() { return setting().load(); }
 bool set_autotune(bool on) { return setting().exchange(on); }
+
+std::string forced_name(Kernel kernel, bool together) {
+  return std::string(kernel_name(kernel)) + (together ? "/together" : "");
+}
 
 std::string autotune_key(Plan const& plan, int device_index) {
   std::ostringstream k;
@@ -80,6 +84,7 @@ std::optional<Choice> remembered(Plan const& plan, Device const& device, int dev
   }
   std::string why;
   auto c = force(plan, pick.kernel, device, &why);
+  if (c) c->together = pick.together;
   if (c && timings) *timings = pick.timings;
   return c;
 }

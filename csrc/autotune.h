@@ -23,11 +23,17 @@ namespace cute_transpose {
 bool autotune_enabled();
 bool set_autotune(bool on);
 
-// A remembered pick: the kernel, and what the timing found (for explain and the cache listing).
+// A remembered pick: the kernel (rows and gather in either block order), and what the timing
+// found (for explain and the cache listing).
 struct AutotunePick {
   Kernel kernel = Kernel::Aten;
-  std::string timings;  // "tile 101.2 us, tma 103.0 us, ..." (median launches), fastest first
+  bool together = false;  // Choice::together
+  std::string timings;    // "tile 101.2 us, rows/together 103.0 us, ..." (median launches), fastest first
 };
+
+// The name that forces a Choice's kernel (_permute_with): "rows/together" and
+// "gather/together" where its blocks read neighbouring runs together.
+std::string forced_name(Kernel kernel, bool together);
 
 // Picks are remembered per device and per plan: the merged dims, the element size and the
 // alignment of both tensors' first bytes (which decide which kernels can run).

@@ -1673,6 +1673,11 @@ std::optional<Choice> aten_takes_far_short_runs(Plan const& plan, Choice const& 
 //   together order, 0.93-1.94 x.
 constexpr int64_t kTogetherRunBytes = 256, kTogetherReach = int64_t(1) << 20;
 
+bool has_together_order(Choice const& c) {
+  return (c.kernel == Kernel::Rows || c.kernel == Kernel::Gather) && c.problem && c.problem->col_stride == 1 &&
+         next_run(*c.problem).size > 1;
+}
+
 bool reads_runs_together(Plan const& plan, Choice const& c, Device const& device) {
   if (!device.runs_together || !plan.copy_route() || broadcast_input(plan) ||
       (c.kernel != Kernel::Rows && c.kernel != Kernel::Gather) ||

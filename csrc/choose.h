@@ -143,6 +143,11 @@ Choice choose(Plan const& plan, Device const& device, bool explain = false);
 std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& device, std::string* why_not,
                             std::optional<TileShape> tile_shape = std::nullopt);
 
+// Whether rows or gather can run `c` with their blocks in the neighbours-together order
+// (BlockOrder, cuda/index_walk.cuh): runs along N, and a dim that holds the input's next run
+// (the launcher may still fall back to the plain order). The autotuner times both orders.
+bool has_together_order(Choice const& c);
+
 // Whether `kernel` is one of candidate_names().
 bool is_candidate(Kernel kernel);
 

@@ -1,7 +1,8 @@
-// Autotuning's timing (autotune.h): every candidate that can run the plan, timed on the current
-// stream with CUDA events, the L2 cache flushed before each launch (as the benchmark's do_bench
-// does, so that a shape that fits in L2 is not timed from a warm cache; the GPU writes the 2 x L2
-// bytes of the flush while the host launches the candidate).
+// Autotuning's timing (autotune.h): every candidate that can run the plan (rows and gather in
+// both block orders where they have two), timed on the current stream with CUDA events, the L2
+// cache flushed before each launch (as the benchmark's do_bench does, so that a shape that fits
+// in L2 is not timed from a warm cache; the GPU writes the 2 x L2 bytes of the flush while the
+// host launches the candidate).
 #include <ATen/ATen.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
@@ -86,7 +87,7 @@ std::string timings_text(std::vector<Candidate> const& timed) {
   for (auto const& c : timed) {
     char us[32];
     std::snprintf(us, sizeof us, " %.1f us", 1000.0f * c.ms);
-    text += (text.empty() ? "" : ", ") + std::string(kernel_name(c.choice.kernel)) + us;
+    text += (text.empty() ? "" : ", ") + forced_name(c.choice.kernel, c.choice.together) + us;
   }
   return text;
 }
@@ -105,8 +106,13 @@ Choice autotune(Plan const& plan, Device const& device, std::function<void(Choic
   std::vector<Candidate> timed;
   std::string why;
   for (auto const& name : candidate_names()) {
-    auto const kernel = kernel_from_name(name);
-    if (auto c = force(plan, *kernel, device, &why)) timed.push_back({std::move(*c), {}});
+    auto c = force(plan, *kernel_from_name(name), device, &why);
+    if (!c) continue;
+    timed.push_back({*c, {}});
+    if (has_together_order(*c)) {  // rows and gather in both block orders, the plain one first
+      c->together = true;
+      timed.push_back({std::move(*c), {}});
+    }
   }
   for (auto& c : timed) run(c.choice);
   Timer timer;
@@ -128,11 +134,13 @@ Choice autotune(Plan const& plan, Device const& device, std::function<void(Choic
   }
   for (auto& c : timed) c.ms = median(c.launches);
   std::stable_sort(timed.begin(), timed.end(), [](auto& a, auto& b) { return a.ms < b.ms; });
-  Kernel const table = choose(plan, device).kernel;
-  auto const listed = std::find_if(timed.begin(), timed.end(), [&](auto& c) { return c.choice.kernel == table; });
+  Choice const table = choose(plan, device);
+  auto const listed = std::find_if(timed.begin(), timed.end(), [&](auto& c) {
+    return c.choice.kernel == table.kernel && c.choice.together == table.together;
+  });
   Candidate const& pick =
       listed != timed.end() && timed.front().ms > (1 - kKeepTablePick) * listed->ms ? *listed : timed.front();
-  remember(autotune_key(plan, index), {pick.choice.kernel, timings_text(timed)});
+  remember(autotune_key(plan, index), {pick.choice.kernel, pick.choice.together, timings_text(timed)});
   return pick.choice;
 }
 

@@ -8,7 +8,8 @@ export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 LOG_DIR=${OUT:-/tmp}/sanitize
 mkdir -p "$LOG_DIR"
 status=0
-for tool in memcheck racecheck synccheck initcheck; do
+# TOOLS="memcheck initcheck" runs only those.
+for tool in ${TOOLS:-memcheck racecheck synccheck initcheck}; do
   # memcheck runs without torch's caching allocator: every tensor is then its own allocation, and
   # an access past a tensor's storage is outside it (inside a cached block it would not be seen).
   uncached=()

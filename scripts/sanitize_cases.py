@@ -142,6 +142,17 @@ def main() -> int:
         x = torch.randint(0, 100, shape).to(dtype)
         results.append(check(lambda: torch.ops.cute_transpose._permute_with(x.cuda(), [0, 2, 1], "tile/column"),
                              x.transpose(-2, -1).contiguous(), f"permute[tile/column] {dtype} {shape}", "cannot run"))
+    # rows and gather with their blocks in the neighbours-together order (cuda/index_walk.cuh):
+    # slices that end in a part stretch, outer dims around them, an offset view.
+    for dtype in DTYPES:
+        for shape, dims, cut in (((4100, 3, 24), (1, 0, 2), slice(None)), ((3, 2052, 5, 24), (0, 2, 1, 3), slice(None)),
+                                 ((3, 2052, 5, 25), (0, 2, 1, 3), slice(1, None))):
+            x = (torch.randn(shape) * 100).to(dtype) if dtype.is_complex else torch.randint(0, 100, shape).to(dtype)
+            want = x[..., cut].permute(dims).contiguous()
+            for kernel in ("rows/together", "gather/together"):
+                view = x.cuda()[..., cut]
+                results.append(check(lambda: torch.ops.cute_transpose._permute_with(view, list(dims), kernel), want,
+                                     f"permute[{kernel}] {dtype} {shape}[..., {cut}] {dims}", "cannot run"))
     results += model_rule_cases()
     checked = [r for r in results if r is not None]
     bad = checked.count(False)

@@ -20,10 +20,10 @@
 namespace cute_transpose {
 namespace {
 
-// Items vectors per thread in flight, over the stretches `order` gives the block. Vec holds
-// V = sizeof(Vec) / sizeof(T) elements; the output's last `total % V` elements (after the whole
-// vectors) are written one by one by block 0.
-template <class T, class Vec, class Index, int Threads, int Items>
+// Items vectors per thread in flight, over the stretches `order` gives the block (Together: in
+// the neighbours-together order). Vec holds V = sizeof(Vec) / sizeof(T) elements; the output's
+// last `total % V` elements (after the whole vectors) are written one by one by block 0.
+template <class T, class Vec, class Index, int Threads, int Items, bool Together>
 __global__ void __launch_bounds__(Threads)
     gather(T const* src, T* dst, IndexWalk<Index> walk, BlockOrder order, Index total) {
   constexpr int V = sizeof(Vec) / sizeof(T);
@@ -34,9 +34,8 @@ __global__ void __launch_bounds__(Threads)
     Index const e = vectors * V + Index(threadIdx.x);
     dst[e] = src[walk.start(e, coord)];
   }
-  Index first, last;
-  order.stretch(int(blockIdx.x), Index(Threads * Items), vectors, first, last);
-  Index const step = order.n == 1 ? Index(gridDim.x) * Threads * Items : last;  // one stretch where n > 1
+  Index first, last, step;
+  order.span<Together>(Index(Threads * Items), vectors, first, last, step);
   for (Index base = first + Index(threadIdx.x); base < last; base += step) {
     Vec v[Items];
     CUTE_UNROLL
@@ -67,7 +66,9 @@ cudaError_t launch_gather_items(IndexWalk<Index> const& walk, Problem const& p, 
   uint64_t const per_block = uint64_t(kThreads) * Items * V;
   BlockOrder const order = together ? neighbours_together(p, V, kThreads * Items, total / V) : BlockOrder{};
   uint64_t const blocks = order.n > 1 ? order.blocks : std::max<uint64_t>(1, (total + per_block - 1) / per_block);
-  gather<T, Vec, Index, kThreads, Items><<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), kThreads, 0, stream>>>(
+  auto const kernel =
+      order.n > 1 ? gather<T, Vec, Index, kThreads, Items, true> : gather<T, Vec, Index, kThreads, Items, false>;
+  kernel<<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), kThreads, 0, stream>>>(
       static_cast<T const*>(p.src), static_cast<T*>(p.dst), walk, order, Index(total));
   return cudaGetLastError();
 }

@@ -66,7 +66,7 @@ struct IndexWalk {
   }
 };
 
-// Which stretch of the output each block takes, for the same kernels (in the kernel's units:
+// Which stretches of the output each block takes, for the same kernels (in the kernel's units:
 // vectors, or elements). In the plain order block b takes units [b * per_block, total), walking
 // on in grid-sized steps. Where the runs that lie side by side in the input land far apart in
 // the output, the neighbours-together order sees the output as (outer, n, slice): n the size of
@@ -80,19 +80,23 @@ struct BlockOrder {
   cutlass::FastDivmod by_n, by_stretches;  // block -> (stretch index, slice); stretch index -> (outer, stretch)
   uint64_t blocks = 0;                     // the grid (neighbours together)
 
-  // [first, last) of block b's first stretch; `per_block` units per stretch.
-  template <class Index>
-  CUTE_DEVICE void stretch(int b, Index per_block, Index total, Index& first, Index& last) const {
-    if (n == 1) {
-      first = Index(b) * per_block;
+  // This block's walk: units [first, last) in steps of `step`, `per_block` units at a time. The
+  // kernels are built once per order (Together): the plain one runs the plain loop alone, which
+  // the order's arithmetic in the same kernel had slowed by up to 4% (docs/PERFORMANCE.md).
+  template <bool Together, class Index>
+  CUTE_DEVICE void span(Index per_block, Index total, Index& first, Index& last, Index& step) const {
+    if constexpr (!Together) {
+      first = Index(blockIdx.x) * per_block;
       last = total;
-      return;
+      step = Index(gridDim.x) * per_block;
+    } else {
+      int j, r;
+      int const o = by_stretches.divmod(r, by_n.divmod(j, int(blockIdx.x)));
+      Index const start = (Index(o) * n + j) * Index(slice);  // the slice's first unit
+      first = start + Index(r) * per_block;
+      last = cute::min(first + per_block, start + Index(slice));
+      step = last;  // one stretch
     }
-    int j, r;
-    int const o = by_stretches.divmod(r, by_n.divmod(j, b));
-    Index const start = (Index(o) * n + j) * Index(slice);  // the slice's first unit
-    first = start + Index(r) * per_block;
-    last = cute::min(first + per_block, start + Index(slice));
   }
 };
 

@@ -11,13 +11,13 @@ namespace cute_transpose {
 namespace {
 
 // Items vectors per thread in flight: all loads, then all stores. A block moves Threads * Items
-// consecutive vectors per step, over the stretches `order` gives it.
-template <class Vec, class Index, int Threads, int Items>
+// consecutive vectors per step, over the stretches `order` gives it (Together: in the
+// neighbours-together order).
+template <class Vec, class Index, int Threads, int Items, bool Together>
 __global__ void __launch_bounds__(Threads)
     strided_copy(Vec const* src, Vec* dst, IndexWalk<Index> walk, BlockOrder order, Index total) {
-  Index first, last;
-  order.stretch(int(blockIdx.x), Index(Threads * Items), total, first, last);
-  Index const step = order.n == 1 ? Index(gridDim.x) * Threads * Items : last;  // one stretch where n > 1
+  Index first, last, step;
+  order.span<Together>(Index(Threads * Items), total, first, last, step);
   for (Index base = first + Index(threadIdx.x); base < last; base += step) {
     Vec v[Items];
     CUTE_UNROLL
@@ -39,7 +39,9 @@ cudaError_t launch_rows_with(Problem const& p, uint64_t total, bool together, cu
   for (int d = p.batch.rank - 1; d >= 0; --d) walk.add(p.batch.size[d], p.batch.in_stride[d] / V);
   BlockOrder const order = together ? neighbours_together(p, V, Threads * Items, total) : BlockOrder{};
   uint64_t const blocks = order.n > 1 ? order.blocks : (total + Threads * Items - 1) / (Threads * Items);
-  strided_copy<Vec, Index, Threads, Items><<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), Threads, 0, stream>>>(
+  auto const kernel =
+      order.n > 1 ? strided_copy<Vec, Index, Threads, Items, true> : strided_copy<Vec, Index, Threads, Items, false>;
+  kernel<<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), Threads, 0, stream>>>(
       static_cast<Vec const*>(p.src), static_cast<Vec*>(p.dst), walk, order, Index(total));
   return cudaGetLastError();
 }
@@ -92,7 +94,8 @@ cudaError_t launch_rows(Problem const& p, int width, int max_threads, bool toget
       case 4: return launch_rows_of<Words<4>>(p, max_threads, together, stream);
     }
   }
-  return with_element_type(p.element_size, [&](auto t) { return launch_rows_of<decltype(t)>(p, max_threads, together, stream); });
+  return with_element_type(p.element_size,
+                           [&](auto t) { return launch_rows_of<decltype(t)>(p, max_threads, together, stream); });
 }
 
 }  // namespace cute_transpose

@@ -242,9 +242,11 @@ def autotune_enabled() -> bool:
 
 def autotune_cache(clear: bool = False) -> list[dict]:
     """The kernels autotuning picked so far: one dict per shape with its ``key`` (device, element
-    size, alignment and merged dims as size:input stride:output stride), the ``kernel`` and the
-    ``timings`` of the candidates, fastest first. ``clear=True`` forgets them (after returning
-    them): the next call of each shape times again."""
+    size, alignment and merged dims as size:input stride:output stride), the ``kernel`` (by the
+    name ``_permute_with`` takes: ``rows/together`` where rows runs with its blocks reading
+    neighbouring runs together; rows and gather are timed in both orders) and the ``timings`` of
+    the candidates, fastest first. ``clear=True`` forgets them (after returning them): the next
+    call of each shape times again."""
     entries = json.loads(_lib._autotune_cache())
     if clear:
         _lib._clear_autotune_cache()
