@@ -1679,14 +1679,13 @@ bool has_together_order(Choice const& c) {
 }
 
 bool reads_runs_together(Plan const& plan, Choice const& c, Device const& device) {
-  if (!device.runs_together || !plan.copy_route() || broadcast_input(plan) ||
-      (c.kernel != Kernel::Rows && c.kernel != Kernel::Gather) ||
+  if (!device.runs_together || !plan.copy_route() || broadcast_input(plan) || !has_together_order(c) ||
       !(plan.element_size >= 8 || (c.kernel == Kernel::Rows && c.width == 16)))
     return false;
   Problem const& p = *c.problem;  // the run is its N dim; the kernels order blocks by next_run(p)
   Dim const next = next_run(p);
-  return p.col_stride == 1 && p.cols * p.element_size < kTogetherRunBytes && next.size > 1 &&
-         std::abs(next.in) <= 2 * p.cols && next.out * p.element_size >= kTogetherReach;
+  return p.cols * p.element_size < kTogetherRunBytes && std::abs(next.in) <= 2 * p.cols &&
+         next.out * p.element_size >= kTogetherReach;
 }
 
 // Box gives way on 2-byte elements (the plan's, after merging: bfloat16, float16, pairs of
