@@ -1100,6 +1100,10 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     measurements): 1.74 x over 70 held-out shapes; the previous rule's gapped 1-byte packs
 //     whose reads are scattered, at any size: 1.66 x and 1.42 x over 47 and 46 held-out shapes
 //     of 16 MiB or more and under it.
+//   - Transposes that the table gives split one element per access, whose output side chains
+//     two dims into a run under 128 elements with the input's rows next to it, in tiles under
+//     80% full, in gather (gather_takes_short_split_rows has the measurements): 1.24 x over 60
+//     held-out shapes.
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
   if (name.find("H200") != std::string::npos) {
@@ -1118,6 +1122,7 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.scattered_gather_split = true;
     d.far_short_runs_aten = true;
     d.runs_together = true;
+    d.short_split_gather = true;
   }
   return d;
 }
@@ -1648,6 +1653,45 @@ std::optional<Choice> aten_takes_far_short_runs(Plan const& plan, Choice const& 
   return force(plan, Kernel::Aten, device, nullptr);
 }
 
+// Split tiles whose output side stays short: a transpose whose output rows are m's inner dim of
+// a few elements ((C, N, K) complex128 views permuted (1, 2, 0), written as (N, K, C), say)
+// gives the split kernel's m side a second dim, and where the two chain into one output run of
+// still fewer than kSplitBelow elements, against an input side of one dim read contiguously
+// whose output stride is that run (the input's long rows land side by side in the output), the
+// tiles are that run tall. Moved one element per access (width = element size: 16-byte
+// elements, or 8-byte ones whose rows lie off the 16-byte grid) in tiles under kShortSplitFill
+// full, the split kernel loses to gather, which stores the output's runs in 16-byte vectors and
+// loads each element on its own from the input's rows. On a GPU whose rule it is
+// (Device::short_split_gather), such split picks run gather. Measured on an H200 (split, gather
+// and ATen's copy forced by name, bit-checked, the better of two rounds beside clone;
+// docs/PERFORMANCE.md, "Short split tiles in gather"):
+// - design (seeds 280, 282, 284: 128 split picks, 59 with an output side of 32 elements or
+//   less, and 32 shapes of the (a, N, b) -> (N, b, a) family; the held-out sweep's five
+//   complex128 cells): 8-byte elements one per access ran gather 1.12-1.61 x as fast, 16-byte
+//   ones in tiles under 80% full 1.00-1.51 x (ATen's copy 0.99-1.56 x); fuller 16-byte tiles ran
+//   split faster (gather 0.70-0.90 x), and so did 8-byte elements two per 16-byte vector (0.47-1.07 x);
+// - the first form, without the output-stride condition (seed 285, 60 shapes it moved): 1.07 x,
+//   20 more than 5% slower, 18 of them where other dims lie between the run and the input's rows
+//   in the output (output strides of 99-257580 for runs of 9-100): those 26 ran 0.91 x, the 34
+//   with the rows next to the run 1.22 x (2 more than 5% slower, 0.94 x and 0.95 x);
+// - held out, the rule as kept (seed 287, 60 shapes it moves, 11-1284 us): 1.24 x (0.98-1.96 x),
+//   0.708 -> 0.879 of clone (eager 0.842), none more than 5% slower; behind eager by more than
+//   5% on 6, where split was on 47.
+constexpr double kShortSplitFill = 0.8;
+
+std::optional<Choice> gather_takes_short_split_rows(Plan const& plan, Choice const& c, Device const& device) {
+  if (!device.short_split_gather || c.kernel != Kernel::Split || !c.split || broadcast_input(plan) ||
+      (plan.element_size != 8 && plan.element_size != 16) || tensor_element_size(plan) != plan.element_size ||
+      c.width != plan.element_size)
+    return std::nullopt;
+  SplitProblem const& s = *c.split;
+  int64_t const run = split_seen(s).rows;  // m's two dims, chained: one output run
+  if (!m_side_chains(s) || s.n.size > 1 || run >= kSplitBelow || s.problem.col_stride != 1 ||
+      s.problem.out_col_stride != run || split_fill(s, c.width, c.shape) >= kShortSplitFill)
+    return std::nullopt;
+  return force(plan, Kernel::Gather, device, nullptr);
+}
+
 // Row copies whose runs lie side by side in the input but far apart in the output: the TTC
 // suite's (15, 15, 32, 15, 32, 16) float32 permuted (4, 1, 0, 3, 2, 5) copies runs of 64 bytes
 // (the innermost dim), and the run beside each one in the input (the next index of dim 4) is
@@ -1878,6 +1922,11 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
         return *split;
       if (auto aten = instead(aten_takes_far_short_runs(plan, *c, device), far_runs.c_str()))
         return *aten;
+      if (auto gather = instead(gather_takes_short_split_rows(plan, *c, device),
+                                "one element per access in split tiles under 80% full, whose output side chains two dims "
+                                "into a run still under 128 elements with the input's rows next to it, on a GPU whose "
+                                "rule runs these in gather: run gather"))
+        return *gather;
       return *c;
     }
     if (explain) skipped += std::string(skipped.empty() ? "" : ", ") + kernel_name(k) + " (" + why + ")";

@@ -122,6 +122,11 @@ struct Device {
   // the input lies 1 MiB or more further on in the output, run rows or gather with their blocks
   // in the neighbours-together order (reads_runs_together, choose.cpp).
   bool runs_together = false;
+  // Transposes that the table gives the split kernel one element per access, whose output side
+  // chains two dims into a run under 128 elements with the input's rows (an input side of one
+  // dim) next to it in the output, in tiles under 80% full, run the gather kernel
+  // (gather_takes_short_split_rows, choose.cpp).
+  bool short_split_gather = false;
 };
 
 // `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as

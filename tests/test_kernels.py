@@ -760,6 +760,29 @@ def test_explain_on_an_h200_runs_far_short_runs_in_aten(shape, dims, dtype, view
         assert "neighbours within a sector" not in h100["reason"], h100
 
 
+# ... and run gather, rather than split, for transposes whose output rows chain two dims into a
+# run under 128 elements with the input's rows (an input side of one dim) next to it in the
+# output, moved one element per access (8-byte elements whose rows lie off the 16-byte grid,
+# 16-byte ones) in tiles under 80% full: the (C, K, N) -> (N, K, C) family. Fuller tiles, 8-byte
+# elements two per 16-byte vector, and input rows with other dims between them and the run keep split.
+@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
+    ((5, 4, 1096287), (2, 1, 0), torch.float64, None, "gather"),  # (5 x 4) runs, 8-byte vectors: 62% full
+    ((3, 7, 203146), (2, 1, 0), torch.float64, None, "gather"),
+    ((6, 3, 418373), (2, 1, 0), torch.float64, None, "gather"),
+    ((3, 3, 1098684), (2, 1, 0), torch.complex128, None, "gather"),  # (3 x 3) runs: 56% full
+    ((2, 4, 10111072), (2, 1, 0), torch.complex128, None, "gather"),
+    ((2, 8, 749633), (2, 1, 0), torch.complex128, None, None),  # (2 x 8) runs fill the tiles
+    ((15, 2, 500001), (2, 1, 0), torch.complex128, None, None),  # 94% full
+    ((6, 5, 2088558), (2, 1, 0), torch.float64, None, None),  # 8-byte elements in 16-byte vectors
+    ((5, 4, 1096286), (2, 1, 0), torch.float64, None, None),
+    ((4, 6, 1215, 421), (3, 2, 1, 0), torch.complex64, None, None),  # the input's rows 1215 runs apart
+])
+def test_explain_on_an_h200_runs_short_split_rows_in_gather(shape, dims, dtype, view, on_h200):
+    x = meta_view(shape, dtype, view)
+    h200 = check_h200_moves(x, dims, on_h200, "split tiles under 80% full", on_h100="split")
+    assert h200["kernel"] == (on_h200 or "split"), h200
+
+
 # Row copies whose runs lie side by side in the input and 1 MiB or more apart in the output run
 # rows or gather with their blocks in the neighbours-together order on an H200 (choose.cpp,
 # reads_runs_together): runs under 256 bytes, the next run within two runs' length, accesses of
@@ -801,6 +824,22 @@ def test_runs_read_together_write_every_element(dtype, shape, dims, view, kernel
     ref = reference(x, dims)
     out = run_poisoned(lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), kernel), x, ref.shape)
     assert_bits_equal(out, ref)
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.float64, torch.complex128], ids=dtype_id)
+@pytest.mark.parametrize("a, b, n", [(3, 3, 116509), (3, 4, 87382), (5, 4, 52429), (2, 8, 65537)])
+@pytest.mark.parametrize("kernel", [None, "split/wide", "gather"])
+def test_short_split_rows_write_every_element(dtype, a, b, n, kernel):
+    """(a, N, b), a transposed view of (a, b, N), permuted (1, 2, 0): output runs of a x b
+    elements from planes of N, beyond small work; by the device's own pick (gather on an H200
+    where the split tiles would be under 80% full), and by name."""
+    x = random_tensor((a, b, n), dtype, "cuda").transpose(1, 2)
+    dims = (1, 2, 0)
+    ref = reference(x, dims)
+    run = (lambda t: cute_transpose.permute(t, dims)) if kernel is None else (
+        lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), kernel))
+    assert_bits_equal(run_poisoned(run, x, ref.shape), ref)
 
 
 @pytest.mark.parametrize("shape, dims, route", [
