@@ -45,7 +45,10 @@ def chosen(x: torch.Tensor, dims: Sequence[int], arch: int, gpu: str = "") -> st
 
 def forced_name(info: dict) -> str:
     """The name that forces the kernel an explain() dict describes: "rows/together" and
-    "gather/together" where its blocks read neighbouring runs together."""
+    "gather/together" where its blocks read neighbouring runs together. Runs saved before
+    explain() said it (its "name") say it in their configuration."""
+    if "name" in info:
+        return info["name"]
     return info["kernel"] + ("/together" if "read together" in (info.get("config") or "") else "")
 
 

@@ -1103,6 +1103,10 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //   - Transposes that the table gives split one element per access, whose output side chains
 //     two dims into a run under 128 elements with the input's rows next to it, in tiles under
 //     80% full, in gather (gather_takes_short_split_rows has the measurements): 1.24 x over 60
+//     held-out shapes; 16-byte ones over four or more dims in ATen's copy
+//     (aten_takes_short_split_rows has the measurements): 1.07 x gather over 40 held-out shapes.
+//   - Transposes of 1-byte elements that the table gives padded, in lean where it is offered in
+//     its square tile (lean_takes_padded_bytes has the measurements): 1.21 x padded over 14
 //     held-out shapes.
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
@@ -1123,6 +1127,8 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.far_short_runs_aten = true;
     d.runs_together = true;
     d.short_split_gather = true;
+    d.short_split_aten = true;
+    d.padded_bytes_lean = true;
   }
   return d;
 }
@@ -1692,6 +1698,23 @@ std::optional<Choice> gather_takes_short_split_rows(Plan const& plan, Choice con
   return force(plan, Kernel::Gather, device, nullptr);
 }
 
+// Of the split picks above that gather takes, those of 16-byte elements over four or more dims
+// (after merging: the run's two dims and the input's rows, and one or more beside them) run
+// ATen's copy on a GPU whose rule it is (Device::short_split_aten): gather walks every dim for
+// each element it loads. Measured on an H200, as above (docs/PERFORMANCE.md, "Short split tiles
+// over four dims in ATen's copy"):
+// - design (the 16-byte shapes of seeds 284, 285 and 287 that gather takes): ATen's copy ran
+//   1.08 x gather over 23 shapes of four or more dims (one more than 5% slower), 0.99 x over 23
+//   of three;
+// - held out (seed 288, 40 complex128 shapes of four or more dims, 16-1282 us): 1.07 x (0.85-1.24
+//   x), 0.831 -> 0.892 of clone (eager 0.893), one more than 5% slower; over three dims (seed
+//   289, 20 shapes) 0.97 x, so those stay with gather.
+std::optional<Choice> aten_takes_short_split_rows(Plan const& plan, Choice const& gather, Device const& device) {
+  if (!device.short_split_aten || gather.kernel != Kernel::Gather || plan.element_size != 16 || plan.rank < 4)
+    return std::nullopt;
+  return force(plan, Kernel::Aten, device, nullptr);
+}
+
 // Row copies whose runs lie side by side in the input but far apart in the output: the TTC
 // suite's (15, 15, 32, 15, 32, 16) float32 permuted (4, 1, 0, 3, 2, 5) copies runs of 64 bytes
 // (the innermost dim), and the run beside each one in the input (the next index of dim 4) is
@@ -1762,6 +1785,27 @@ std::optional<Choice> lean_takes_padded(Plan const& plan, Choice const& pick, De
     return std::nullopt;
   auto lean = force(plan, Kernel::Lean, device, nullptr);
   if (!lean || !lean->problem || lean_tiles_half_full(*lean)) return std::nullopt;
+  return lean;
+}
+
+// Padded gives way to lean on 1-byte elements too, where lean is offered in its square tile
+// (work under kLeanMidWork elements, or tiles that its other shapes would leave under half full)
+// and the input is not broadcast: the padded kernel moves one byte per access through shared
+// memory in tiles of 64 x 128, lean loads and stores whole 16-byte vectors where the rows allow
+// and keeps each thread's bytes in registers otherwise. On an H200 (docs/PERFORMANCE.md, "Padded
+// uint8 picks in lean's square tiles"; padded, lean and six other kernels forced by name,
+// bit-checked, the better of two rounds beside clone):
+// - design (seed 290, 50 random uint8 permutes the H200 gives padded, 2^19-2^25 elements, 7-22
+//   us): lean in its square tile 1.15 x padded over 18 unbroadcast shapes (one 0.95 x); in its
+//   tall and large tiles 0.79 x (29 shapes); broadcast ones 0.97 x (3). ATen's copy ran 0.51 x
+//   padded, and was the fastest kernel on none;
+// - held out (seed 291, 50 such permutes): 1.21 x over the 14 it moves (0.93-1.48 x), one more
+//   than 5% slower.
+std::optional<Choice> lean_takes_padded_bytes(Plan const& plan, Choice const& pick, Device const& device) {
+  if (!device.padded_bytes_lean || pick.kernel != Kernel::Padded || plan.element_size != 1 || broadcast_input(plan))
+    return std::nullopt;
+  auto lean = force(plan, Kernel::Lean, device, nullptr);
+  if (!lean || !lean->problem || lean->shape != TileShape::Square || !offered(*lean, nullptr)) return std::nullopt;
   return lean;
 }
 
@@ -1925,8 +1969,14 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
       if (auto gather = instead(gather_takes_short_split_rows(plan, *c, device),
                                 "one element per access in split tiles under 80% full, whose output side chains two dims "
                                 "into a run still under 128 elements with the input's rows next to it, on a GPU whose "
-                                "rule runs these in gather: run gather"))
+                                "rule runs these in gather: run gather")) {
+        if (auto aten = instead(aten_takes_short_split_rows(plan, *gather, device),
+                                "one element per access in split tiles under 80% full, whose output side chains two dims "
+                                "into a run still under 128 elements with the input's rows next to it, 16-byte elements "
+                                "over four or more dims, on a GPU whose rule runs these in ATen's copy: run ATen's copy"))
+          return *aten;
         return *gather;
+      }
       return *c;
     }
     if (explain) skipped += std::string(skipped.empty() ? "" : ", ") + kernel_name(k) + " (" + why + ")";
@@ -1965,6 +2015,10 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
     return instead(*lean, [] {
       return std::string("4- or 8-byte elements in lean tiles under half full, which the table never timed it on, "
                          "on a GPU whose rule runs them in lean: run lean");
+    });
+  if (auto lean = lean_takes_padded_bytes(plan, c, device))
+    return instead(*lean, [] {
+      return std::string("1-byte elements that lean runs in its square tiles, on a GPU whose rule runs them there: run lean");
     });
   if (auto gather = broadcast_gather(plan, c, device))
     return instead(*gather, [&] {

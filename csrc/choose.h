@@ -127,6 +127,13 @@ struct Device {
   // dim) next to it in the output, in tiles under 80% full, run the gather kernel
   // (gather_takes_short_split_rows, choose.cpp).
   bool short_split_gather = false;
+  // Of those, 16-byte elements over four or more dims (after merging) run ATen's copy
+  // (aten_takes_short_split_rows, choose.cpp).
+  bool short_split_aten = false;
+  // Transposes of 1-byte elements that the table gives the padded kernel, on unbroadcast inputs,
+  // run the lean kernel where it is offered in its square tile (lean_takes_padded_bytes,
+  // choose.cpp).
+  bool padded_bytes_lean = false;
 };
 
 // `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as

@@ -134,7 +134,8 @@ std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch, c10
   auto const plan = out.numel() == 0 ? std::nullopt : plan_permute(x, perm, out);
   if (!plan) {
     j << "\"route\": " << json_string(out.numel() == 0 ? "empty" : "more than 8 dims after merging")
-      << ", \"kernel\": " << json_string(out.numel() == 0 ? "none" : "aten") << ", \"config\": \"\", \"class\": \"\", "
+      << ", \"kernel\": " << json_string(out.numel() == 0 ? "none" : "aten")
+      << ", \"name\": " << json_string(out.numel() == 0 ? "none" : "aten") << ", \"config\": \"\", \"class\": \"\", "
       << "\"reason\": " << json_string(out.numel() == 0 ? "an empty result launches nothing" : "ATen's strided copy")
       << ", \"dims\": []}";
     return j.str();
@@ -169,7 +170,8 @@ std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch, c10
     if (!is_offered) c.reason += "; the chooser does not offer it here: " + why;
   }
   j << "\"route\": " << json_string(plan->copy_route() ? "copy" : "transpose") << ", \"kernel\": "
-    << json_string(kernel_name(c.kernel)) << ", \"config\": " << json_string(c.config())
+    << json_string(kernel_name(c.kernel)) << ", \"name\": " << json_string(forced_name(c.kernel, c.together))
+    << ", \"config\": " << json_string(c.config())
     << ", \"class\": " << json_string(c.key) << ", \"reason\": " << json_string(c.reason) << ", \"m\": " << plan->m
     << ", \"n\": " << plan->n << ", \"element_size\": " << plan->element_size
     << ", \"offered\": " << (is_offered ? "true" : "false");

@@ -72,7 +72,7 @@ def test_tuned_calls_are_bit_exact_and_keep_their_pick(tuning, dtype):
         # as explain reports it.
         info = cute_transpose.explain(x, dims)
         assert info["reason"].startswith("autotuned on this device"), (name, info)
-        assert forced_name(info) in {p["kernel"] for p in picks}
+        assert info["name"] in {p["kernel"] for p in picks}
         out = run_poisoned(lambda t: cute_transpose.permute(t, dims), x, out_shape)
         assert_bits_equal(out, expected)
         given = poisoned(out_shape, dtype, "cuda")
@@ -86,11 +86,6 @@ def forced_kernel(name):
     kernel, _, order = name.partition("/")
     assert order in ("", "together"), name
     return kernel
-
-
-def forced_name(info):
-    """The name that forces the kernel an explain() dict describes."""
-    return info["kernel"] + ("/together" if "read together" in info["config"] else "")
 
 
 def timings(entry):
@@ -111,7 +106,7 @@ def test_tuning_times_rows_and_gather_in_both_block_orders(tuning, dtype):
     (entry,) = cute_transpose.autotune_cache()
     assert {"rows", "rows/together", "gather", "gather/together"} <= set(timings(entry)), entry
     info = cute_transpose.explain(x, dims)
-    assert forced_name(info) == entry["kernel"], (info, entry)
+    assert info["name"] == entry["kernel"], (info, entry)
     assert_bits_equal(run_poisoned(lambda t: cute_transpose.permute(t, dims), x, expected.shape), expected)
 
 

@@ -803,6 +803,8 @@ def test_explain_on_an_h200_reads_far_runs_together(shape, dims, dtype, view, to
     said = "neighbouring runs read together"
     assert (said in h200["config"]) == together and ("neighbours-together" in h200["reason"]) == together, h200
     assert said not in h100["config"] and h100["kernel"] == h200["kernel"], (h100, h200)
+    # the name that runs the same through _permute_with and in autotune_cache()
+    assert h200["name"] == h200["kernel"] + ("/together" if together else "") and h100["name"] == h100["kernel"]
     if together:
         assert h200["kernel"] in ("rows", "gather"), h200
 
@@ -836,6 +838,61 @@ def test_short_split_rows_write_every_element(dtype, a, b, n, kernel):
     where the split tiles would be under 80% full), and by name."""
     x = random_tensor((a, b, n), dtype, "cuda").transpose(1, 2)
     dims = (1, 2, 0)
+    ref = reference(x, dims)
+    run = (lambda t: cute_transpose.permute(t, dims)) if kernel is None else (
+        lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), kernel))
+    assert_bits_equal(run_poisoned(run, x, ref.shape), ref)
+
+
+# ... and of that family, 16-byte elements over four or more dims (after merging) run ATen's
+# copy, whose index walk costs less than gather's there; three dims, and 8-byte elements over
+# four, stay with gather.
+@pytest.mark.parametrize("shape, dims, dtype, on_h200", [
+    ((12, 2, 4, 2, 13635), (2, 1, 4, 0, 3), torch.complex128, "aten"),  # five dims
+    ((9, 4, 2, 429263), (1, 3, 0, 2), torch.complex128, "aten"),
+    ((10, 26, 4, 27, 239), (1, 3, 4, 2, 0), torch.complex128, "aten"),  # (27, 239) merge: four dims
+    ((3, 3, 1098684), (2, 1, 0), torch.complex128, "gather"),  # three dims
+    ((2, 15, 3, 152999), (3, 1, 2, 0), torch.complex128, "gather"),  # (2, 15) merge: three dims
+    ((9, 4, 2, 429263), (1, 3, 0, 2), torch.float64, "gather"),  # 8-byte elements
+])
+def test_explain_on_an_h200_runs_short_split_rows_over_four_dims_in_aten(shape, dims, dtype, on_h200):
+    h100, h200 = h100_and_h200(meta_view(shape, dtype, None), dims)
+    assert h100["kernel"] == "split" and "split tiles under 80% full" in h200["reason"], (h100, h200)
+    assert h200["kernel"] == on_h200 and ("over four or more dims" in h200["reason"]) == (on_h200 == "aten"), h200
+
+
+# On an H200 the padded kernel's 1-byte transposes run lean where lean is offered in its square
+# tile (choose.cpp, lean_takes_padded_bytes): work under 2^22 elements, not broadcast.
+@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
+    ((157, 29, 3, 191), (0, 3, 1, 2), torch.uint8, None, "lean"),  # the held-out sweep's
+    ((1000, 3001), (1, 0), torch.uint8, None, "lean"),  # the matrix table's
+    ((1000, 3001), (1, 0), torch.bool, "offset", "lean"),
+    ((686, 1842), (1, 0), torch.uint8, "step", "lean"),
+    ((81, 49184), (1, 0), torch.int8, None, "lean"),  # 16-byte loads along 49184
+    ((9018, 532), (1, 0), torch.uint8, None, None),  # 2^22 elements or more: lean's tall tiles
+    ((4, 692, 395), (0, 2, 1), torch.uint8, "expand", None),  # broadcast
+])
+def test_explain_on_an_h200_runs_padded_bytes_in_lean(shape, dims, dtype, view, on_h200):
+    x = meta_view(shape, dtype, view)
+    h200 = check_h200_moves(x, dims, on_h200, "lean runs in its square tiles", on_h100="padded")
+    assert h200["kernel"] == (on_h200 or "padded"), h200
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bool], ids=dtype_id)
+@pytest.mark.parametrize("shape, dims, view", [
+    ((157, 29, 3, 191), (0, 3, 1, 2), None),
+    ((1000, 3001), (1, 0), "offset"),  # rows off the 16-byte grid, one byte into the storage
+    ((686, 1842), (1, 0), "step"),  # every other byte
+    ((81, 49184), (1, 0), None),  # 81 output bytes a row
+])
+@pytest.mark.parametrize("kernel", [None, "lean", "lean/square"])
+def test_padded_bytes_in_lean_write_every_element(dtype, shape, dims, view, kernel):
+    """1-byte transposes the H200 runs in lean's square tiles (lean_takes_padded_bytes), by the
+    device's own pick and by name."""
+    base = random_tensor((shape[0] + 1,) + shape[1:] if view == "offset" else
+                         shape[:-1] + (2 * shape[-1],) if view == "step" else shape, dtype, "cuda")
+    x = base[1:] if view == "offset" else base[..., ::2] if view == "step" else base
     ref = reference(x, dims)
     run = (lambda t: cute_transpose.permute(t, dims)) if kernel is None else (
         lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), kernel))

@@ -164,6 +164,9 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
 
     - ``route``: "copy" (the innermost dim stays innermost), "transpose", or "empty";
     - ``kernel``: the kernel that runs (one of KERNELS on CUDA; "aten" on the CPU);
+    - ``name``: the name that runs the same kernel in the same block order through
+      ``torch.ops.cute_transpose._permute_with`` and in ``autotune_cache()`` ("rows/together"
+      where its blocks read neighbouring runs together; "aten" on the CPU);
     - ``config``: its configuration (tile, vector widths, box);
     - ``class``: the shape class the chooser looked up, and ``reason``: why this kernel;
     - ``dims``: the merged dims as [size, input stride, output stride], the output's order.
@@ -186,7 +189,10 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     split, and row copies of 4-byte elements in runs of one to three that gather would take,
     where the data beside each run comes back 8192 or more elements later, in ATen's
     copy, and has rows and gather read row copies in runs under 256 bytes whose next run lies
-    1 MiB or more further on in the output with neighbouring runs together). A CUDA
+    1 MiB or more further on in the output with neighbouring runs together, runs split picks
+    moved one element per access in short tiles in gather (16-byte elements over four or more
+    dims in ATen's copy), and 1-byte transposes that the table gives the padded kernel in lean
+    where lean takes them in its square tiles). A CUDA
     tensor's own device is described, whatever ``gpu`` says.
     ``kernel=`` names one of KERNELS to describe instead of the chooser's pick (an error if it
     cannot run the permute); ``offered`` then says whether the chooser would consider it for
@@ -201,7 +207,7 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     plan = json.loads(_lib._explain(x, dims, 10 * major + minor, kernel or "", name))
     if on_cuda:
         return {"device": str(x.device), **plan}
-    return {"device": str(x.device), "route": plan["route"], "kernel": "aten",
+    return {"device": str(x.device), "route": plan["route"], "kernel": "aten", "name": "aten",
             "reason": "on the CPU every op is ATen's strided copy", "dims": plan["dims"], "cuda": plan}
 
 
