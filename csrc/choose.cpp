@@ -1706,9 +1706,9 @@ std::optional<Choice> gather_takes_short_split_rows(Plan const& plan, Choice con
 // - design (the 16-byte shapes of seeds 284, 285 and 287 that gather takes): ATen's copy ran
 //   1.08 x gather over 23 shapes of four or more dims (one more than 5% slower), 0.99 x over 23
 //   of three;
-// - held out (seed 288, 40 complex128 shapes of four or more dims, 16-1282 us): 1.07 x (0.85-1.24
-//   x), 0.831 -> 0.892 of clone (eager 0.893), one more than 5% slower; over three dims (seed
-//   289, 20 shapes) 0.97 x, so those stay with gather.
+// - held out (seed 288, 40 complex128 shapes of four or more dims, 17-448 us of copy): 1.07 x
+//   (0.85-1.24 x), 0.831 -> 0.892 of clone (eager 0.893), one more than 5% slower; over three
+//   dims (seed 289, 20 shapes) 0.97 x, so those stay with gather.
 std::optional<Choice> aten_takes_short_split_rows(Plan const& plan, Choice const& gather, Device const& device) {
   if (!device.short_split_aten || gather.kernel != Kernel::Gather || plan.element_size != 16 || plan.rank < 4)
     return std::nullopt;
@@ -1790,17 +1790,19 @@ std::optional<Choice> lean_takes_padded(Plan const& plan, Choice const& pick, De
 
 // Padded gives way to lean on 1-byte elements too, where lean is offered in its square tile
 // (work under kLeanMidWork elements, or tiles that its other shapes would leave under half full)
-// and the input is not broadcast: the padded kernel moves one byte per access through shared
-// memory in tiles of 64 x 128, lean loads and stores whole 16-byte vectors where the rows allow
-// and keeps each thread's bytes in registers otherwise. On an H200 (docs/PERFORMANCE.md, "Padded
-// uint8 picks in lean's square tiles"; padded, lean and six other kernels forced by name,
-// bit-checked, the better of two rounds beside clone):
+// and the input is not broadcast. Such work takes a few microseconds, the time lean's short
+// chain of instructions a thread is built for (cuda/lean_transpose.cu: one tile per block,
+// 32-bit offsets), where the padded seed kernel walks 64-bit tile indices. On an H200
+// (docs/PERFORMANCE.md, "Padded uint8 picks in lean's square tiles"; padded, lean and six other
+// kernels forced by name, bit-checked, the better of two rounds beside clone):
 // - design (seed 290, 50 random uint8 permutes the H200 gives padded, 2^19-2^25 elements, 7-22
-//   us): lean in its square tile 1.15 x padded over 18 unbroadcast shapes (one 0.95 x); in its
+//   us): lean in its square tile 1.15 x padded over 18 unbroadcast shapes (one 5% slower); in its
 //   tall and large tiles 0.79 x (29 shapes); broadcast ones 0.97 x (3). ATen's copy ran 0.51 x
 //   padded, and was the fastest kernel on none;
 // - held out (seed 291, 50 such permutes): 1.21 x over the 14 it moves (0.93-1.48 x), one more
-//   than 5% slower.
+//   than 5% slower; then, with the rule built in, 60 random uint8 and int8 permutes it moves
+//   (seed 292, 8-22 us of copy): 1.20 x (0.69-1.63 x), 0.677 -> 0.815 of clone (eager 0.472),
+//   4 more than 5% slower.
 std::optional<Choice> lean_takes_padded_bytes(Plan const& plan, Choice const& pick, Device const& device) {
   if (!device.padded_bytes_lean || pick.kernel != Kernel::Padded || plan.element_size != 1 || broadcast_input(plan))
     return std::nullopt;
