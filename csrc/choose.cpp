@@ -1968,14 +1968,13 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
         return *split;
       if (auto aten = instead(aten_takes_far_short_runs(plan, *c, device), far_runs.c_str()))
         return *aten;
-      if (auto gather = instead(gather_takes_short_split_rows(plan, *c, device),
-                                "one element per access in split tiles under 80% full, whose output side chains two dims "
-                                "into a run still under 128 elements with the input's rows next to it, on a GPU whose "
-                                "rule runs these in gather: run gather")) {
-        if (auto aten = instead(aten_takes_short_split_rows(plan, *gather, device),
-                                "one element per access in split tiles under 80% full, whose output side chains two dims "
-                                "into a run still under 128 elements with the input's rows next to it, 16-byte elements "
-                                "over four or more dims, on a GPU whose rule runs these in ATen's copy: run ATen's copy"))
+      static std::string const short_split = "one element per access in split tiles under 80% full, whose output side "
+                                             "chains two dims into a run still under 128 elements with the input's rows "
+                                             "next to it, on a GPU whose rule runs these in gather: run gather";
+      if (auto gather = instead(gather_takes_short_split_rows(plan, *c, device), short_split.c_str())) {
+        static std::string const then_aten = short_split + "; 16-byte elements over four or more dims, on a GPU whose "
+                                                           "rule runs these in ATen's copy: run ATen's copy";
+        if (auto aten = instead(aten_takes_short_split_rows(plan, *gather, device), then_aten.c_str()))
           return *aten;
         return *gather;
       }

@@ -43,6 +43,13 @@ def view_of(kind, shape, dtype, device):
     raise ValueError(kind)
 
 
+def permute_by(kernel, dims):
+    """x -> x.permute(dims).contiguous() by the device's own pick (kernel None) or by a kernel's name."""
+    if kernel is None:
+        return lambda t: cute_transpose.permute(t, dims)
+    return lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), kernel)
+
+
 # (shape, dims, view, the kernels that must be able to run it). Each kernel also runs every
 # other case it accepts; the listed ones prove it is reached at all. (The tile kernels refuse
 # tiles less than a quarter full, such as a 48 x 72 uint8 matrix in 128 x 128 tiles.)
@@ -839,9 +846,7 @@ def test_short_split_rows_write_every_element(dtype, a, b, n, kernel):
     x = random_tensor((a, b, n), dtype, "cuda").transpose(1, 2)
     dims = (1, 2, 0)
     ref = reference(x, dims)
-    run = (lambda t: cute_transpose.permute(t, dims)) if kernel is None else (
-        lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), kernel))
-    assert_bits_equal(run_poisoned(run, x, ref.shape), ref)
+    assert_bits_equal(run_poisoned(permute_by(kernel, dims), x, ref.shape), ref)
 
 
 # ... and of that family, 16-byte elements over four or more dims (after merging) run ATen's
@@ -881,22 +886,18 @@ def test_explain_on_an_h200_runs_padded_bytes_in_lean(shape, dims, dtype, view, 
 @needs_cuda
 @pytest.mark.parametrize("dtype", [torch.uint8, torch.bool], ids=dtype_id)
 @pytest.mark.parametrize("shape, dims, view", [
-    ((157, 29, 3, 191), (0, 3, 1, 2), None),
+    ((157, 29, 3, 191), (0, 3, 1, 2), "contiguous"),
     ((1000, 3001), (1, 0), "offset"),  # rows off the 16-byte grid, one byte into the storage
-    ((686, 1842), (1, 0), "step"),  # every other byte
-    ((81, 49184), (1, 0), None),  # 81 output bytes a row
+    ((686, 1842), (1, 0), "stepped"),  # every other byte
+    ((81, 49184), (1, 0), "contiguous"),  # 81 output bytes a row
 ])
 @pytest.mark.parametrize("kernel", [None, "lean", "lean/square"])
 def test_padded_bytes_in_lean_write_every_element(dtype, shape, dims, view, kernel):
     """1-byte transposes the H200 runs in lean's square tiles (lean_takes_padded_bytes), by the
     device's own pick and by name."""
-    base = random_tensor((shape[0] + 1,) + shape[1:] if view == "offset" else
-                         shape[:-1] + (2 * shape[-1],) if view == "step" else shape, dtype, "cuda")
-    x = base[1:] if view == "offset" else base[..., ::2] if view == "step" else base
+    x = view_of(view, shape, dtype, "cuda")
     ref = reference(x, dims)
-    run = (lambda t: cute_transpose.permute(t, dims)) if kernel is None else (
-        lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), kernel))
-    assert_bits_equal(run_poisoned(run, x, ref.shape), ref)
+    assert_bits_equal(run_poisoned(permute_by(kernel, dims), x, ref.shape), ref)
 
 
 @pytest.mark.parametrize("shape, dims, route", [
