@@ -843,6 +843,37 @@ std::optional<Choice> lean_takes_element_loads(Plan const& plan, Choice const& p
   return lean;
 }
 
+// The realign kernel loads aligned 16-byte vectors over rows off the 16-byte grid and cuts its
+// tiles one vector's worth of rows longer than the matrix. On an H200 the tile kernel's 8-byte
+// vectors ran 8-byte elements faster wherever the table ranks realign first, and the padded
+// kernel ran 2- and 4-byte elements faster into output rows of 256-2047 bytes from input rows
+// of 2048 bytes or more (classes .o3.i4). On a GPU whose rule it is (Device::realign_gives_way),
+// those kernels take such transposes. Measured on an H200 (docs/PERFORMANCE.md, "Realign picks
+// in the tile and padded kernels"; seven kernels forced by name, bit-checked, the better of two
+// rounds beside clone):
+// - 8-byte elements, design (seed 293, 21 random float64, int64 and complex64 permutes the H200
+//   gives realign, 23-363 us): tile 1.06 x the pick over 18 with rows of 2048 bytes or more on
+//   both sides (none more than 5% slower), 1.38 x over 3 with shorter rows; the padded kernel
+//   ran about as fast as tile (1.06 x and 1.46 x), lean no faster than realign (1.00 x, 7 more
+//   than 5% slower). Held out (seed 294, 20 such permutes, 15-448 us): 1.09 x (1.01-1.52 x),
+//   none slower, 0.81 -> 0.88 of clone (eager 0.48). Moved by the rule (seed 296, 60 shapes):
+//   1.12 x (0.95-1.99 x), none more than 5% slower, 0.79 -> 0.88 of clone (eager 0.49);
+// - 4- and 2-byte elements, design (seeds 297 and 298, 40 realign picks each): the tile kernel
+//   ran slower (0.76-0.94 x realign in every class); padded ran 1.18 x over the 7 4-byte
+//   shapes of .o3.i4 (none slower) and 1.14 x over the 12 2-byte ones (2 slower), 0.99-1.03 x in
+//   the other classes. Held out (seeds 299 and 300, 40 each): 1.12 x over 10 4-byte shapes of
+//   .o3.i4 (none slower), 1.15 x over 9 2-byte ones (one 0.86 x). Moved by the rule (seed 302,
+//   40 shapes): 1.15 x (0.81-1.52 x), 3 more than 5% slower, 0.59 -> 0.68 of clone (eager 0.22);
+// - 1-byte elements (seed 301, 30 realign picks): padded 1.14 x over 23 with output rows of
+//   2048 bytes or more; not held out, so 1-byte elements keep realign.
+std::optional<Choice> realign_gives_way(Plan const& plan, Class const& cls, Choice const& pick, Device const& device) {
+  if (!device.realign_gives_way || pick.kernel != Kernel::Realign) return std::nullopt;
+  if (plan.element_size == 8) return force(plan, Kernel::Tile, device, nullptr);
+  if ((plan.element_size == 2 || plan.element_size == 4) && cls.out_bucket == 3 && cls.in_bucket == 4)
+    return force(plan, Kernel::Padded, device, nullptr);
+  return std::nullopt;
+}
+
 // Where the table picks the tile kernel in 16-byte vectors for 4- or 8-byte elements, the lean
 // kernel in its own tile shape ran faster on an H200, and where lean is not offered (more than 3
 // batch dims, tiles under half full) the split kernel ran 4-byte elements faster. On a GPU whose
@@ -1105,9 +1136,12 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     80% full, in gather (gather_takes_short_split_rows has the measurements): 1.24 x over 60
 //     held-out shapes; 16-byte ones over four or more dims in ATen's copy
 //     (aten_takes_short_split_rows has the measurements): 1.07 x gather over 40 held-out shapes.
-//   - Transposes of 1-byte elements that the table gives padded, in lean where it is offered in
-//     its square tile (lean_takes_padded_bytes has the measurements): 1.21 x padded over 14
-//     held-out shapes.
+//   - Transposes of 1-byte elements under 2^22 that the table gives padded, in lean's square
+//     tile (lean_takes_padded_bytes has the measurements): 1.21 x padded over 14 held-out shapes.
+//   - Transposes that the table gives realign, of 8-byte elements in the tile kernel, of 2- and
+//     4-byte elements into output rows of 256-2047 bytes from input rows of 2048 or more in
+//     padded (realign_gives_way has the measurements): 1.09 x, 1.12 x and 1.15 x over 20, 10 and
+//     9 held-out shapes.
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
   if (name.find("H200") != std::string::npos) {
@@ -1129,6 +1163,7 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.short_split_gather = true;
     d.short_split_aten = true;
     d.padded_bytes_lean = true;
+    d.realign_gives_way = true;
   }
   return d;
 }
@@ -1788,23 +1823,26 @@ std::optional<Choice> lean_takes_padded(Plan const& plan, Choice const& pick, De
   return lean;
 }
 
-// Padded gives way to lean on 1-byte elements too, where lean is offered in its square tile
-// (work under kLeanMidWork elements, or tiles that its other shapes would leave under half full)
-// and the input is not broadcast. Such work takes a few microseconds, the time lean's short
-// chain of instructions a thread is built for (cuda/lean_transpose.cu: one tile per block,
-// 32-bit offsets), where the padded seed kernel walks 64-bit tile indices. On an H200
-// (docs/PERFORMANCE.md, "Padded uint8 picks in lean's square tiles"; padded, lean and six other
+// Padded gives way to lean on 1-byte elements too, on work under kLeanMidWork elements (where
+// lean runs its square tile) whose input is not broadcast. Such work takes a few microseconds,
+// the time lean's short chain of instructions a thread is built for (cuda/lean_transpose.cu: one
+// tile per block, 32-bit offsets), where the padded seed kernel walks 64-bit tile indices. On an
+// H200 (docs/PERFORMANCE.md, "Padded uint8 picks in lean's square tiles"; padded, lean and other
 // kernels forced by name, bit-checked, the better of two rounds beside clone):
 // - design (seed 290, 50 random uint8 permutes the H200 gives padded, 2^19-2^25 elements, 7-22
 //   us): lean in its square tile 1.15 x padded over 18 unbroadcast shapes (one 5% slower); in its
 //   tall and large tiles 0.79 x (29 shapes); broadcast ones 0.97 x (3). ATen's copy ran 0.51 x
 //   padded, and was the fastest kernel on none;
 // - held out (seed 291, 50 such permutes): 1.21 x over the 14 it moves (0.93-1.48 x), one more
-//   than 5% slower; then, with the rule built in, 60 random uint8 and int8 permutes it moves
-//   (seed 292, 8-22 us of copy): 1.20 x (0.69-1.63 x), 0.677 -> 0.815 of clone (eager 0.472),
-//   4 more than 5% slower.
+//   than 5% slower; then 60 random uint8 and int8 permutes it moves (seed 292, 8-22 us of copy):
+//   1.20 x (0.69-1.63 x), 0.677 -> 0.815 of clone (eager 0.472), 4 more than 5% slower. The
+//   gain fell with size: the 3 of 2^22 elements or more (in the square tile only because lean's
+//   larger tiles would be under half full) ran 0.69-0.99 x;
+// - such work of 2^22-2^27 elements (seed 295, 40 uint8 and int8 permutes, 9-68 us): 0.95 x
+//   padded, 18 more than 5% slower (tile, gather and ATen's copy 0.53-0.72 x): padded keeps it.
 std::optional<Choice> lean_takes_padded_bytes(Plan const& plan, Choice const& pick, Device const& device) {
-  if (!device.padded_bytes_lean || pick.kernel != Kernel::Padded || plan.element_size != 1 || broadcast_input(plan))
+  if (!device.padded_bytes_lean || pick.kernel != Kernel::Padded || plan.element_size != 1 ||
+      plan.elements >= kLeanMidWork || broadcast_input(plan))
     return std::nullopt;
   auto lean = force(plan, Kernel::Lean, device, nullptr);
   if (!lean || !lean->problem || lean->shape != TileShape::Square || !offered(*lean, nullptr)) return std::nullopt;
@@ -1914,6 +1952,12 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
                               "8-byte elements from input rows off the 16-byte grid into output rows of whole vectors, "
                               "on a GPU whose rule runs them in lean (one-element loads, 16-byte stores): run lean"))
         return *lean;
+      if (auto other = realign_gives_way(plan, cls, *c, device))
+        if (auto moved = instead(other, other->kernel == Kernel::Tile
+                                            ? "8-byte elements, on a GPU whose rule runs them in the tile kernel rather than realign: run tile"
+                                            : "2- or 4-byte elements into output rows of 256-2047 bytes from input rows of 2048 or more, "
+                                              "on a GPU whose rule runs them in the padded kernel rather than realign: run padded"))
+          return *moved;
       if (auto other = tile_gives_way(plan, *c, device))
         if (auto moved = instead(other, other->kernel == Kernel::Lean
                                             ? "4- or 8-byte elements in 16-byte vectors, on a GPU whose rule runs them in lean's own tiles: run lean"
@@ -2019,7 +2063,7 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
     });
   if (auto lean = lean_takes_padded_bytes(plan, c, device))
     return instead(*lean, [] {
-      return std::string("1-byte elements that lean runs in its square tiles, on a GPU whose rule runs them there: run lean");
+      return std::string("1-byte elements, under 2^22 of them, that lean runs in its square tile, on a GPU whose rule runs them there: run lean");
     });
   if (auto gather = broadcast_gather(plan, c, device))
     return instead(*gather, [&] {

@@ -130,10 +130,14 @@ struct Device {
   // Of those, 16-byte elements over four or more dims (after merging) run ATen's copy
   // (aten_takes_short_split_rows, choose.cpp).
   bool short_split_aten = false;
-  // Transposes of 1-byte elements that the table gives the padded kernel, on unbroadcast inputs,
-  // run the lean kernel where it is offered in its square tile (lean_takes_padded_bytes,
+  // Transposes of under 2^22 1-byte elements that the table gives the padded kernel, on
+  // unbroadcast inputs, run the lean kernel in its square tile (lean_takes_padded_bytes,
   // choose.cpp).
   bool padded_bytes_lean = false;
+  // Transposes that the table gives the realign kernel run the tile kernel (8-byte elements) or,
+  // into output rows of 256-2047 bytes from input rows of 2048 or more, the padded kernel (2- and
+  // 4-byte elements) (realign_gives_way, choose.cpp).
+  bool realign_gives_way = false;
 };
 
 // `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as

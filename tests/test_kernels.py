@@ -536,14 +536,14 @@ def test_explain_on_an_h200_runs_narrow_rows_over_many_dims_in_gather(shape, dim
     ((16, 3930, 203), (0, 2, 1), torch.complex64, 1, "lean"),  # 8-byte elements of another dtype
     ((2, 1872, 10852), (2, 0, 1), torch.float32, 3, None),  # 4-byte elements
     ((1000, 3000), (1, 0), torch.float64, 0, None),  # input rows on the grid
-    ((3001, 1000), (1, 0), torch.float64, 0, None),  # output rows off the grid
+    ((3001, 1000), (1, 0), torch.float64, 0, "tile"),  # output rows off the grid: realign's, moved to tile (below)
 ])
 def test_explain_on_an_h200_runs_8_byte_rows_off_the_grid_in_lean(shape, dims, dtype, offset, on_h200):
     base = torch.empty(shape[:-1] + (shape[-1] + offset,), dtype=dtype, device="meta")
     x = base.narrow(-1, offset, shape[-1])
     h100, h200 = h100_and_h200(x, dims)
-    if on_h200 is None:
-        assert h200["kernel"] == h100["kernel"] and "runs them in lean" not in h200["reason"], (h100, h200)
+    if on_h200 != "lean":
+        assert h200["kernel"] == (on_h200 or h100["kernel"]) and "runs them in lean" not in h200["reason"], (h100, h200)
         return
     assert h100["kernel"] != "lean" and h200["kernel"] == on_h200, (h100, h200)
     assert "8-byte loads, 16-byte stores" in h200["config"]
@@ -875,11 +875,12 @@ def test_explain_on_an_h200_runs_short_split_rows_over_four_dims_in_aten(shape, 
     ((686, 1842), (1, 0), torch.uint8, "step", "lean"),
     ((81, 49184), (1, 0), torch.int8, None, "lean"),  # 16-byte loads along 49184
     ((9018, 532), (1, 0), torch.uint8, None, None),  # 2^22 elements or more: lean's tall tiles
+    ((85, 65, 5254), (0, 2, 1), torch.int8, None, None),  # 2^24.7 elements, though lean would run its square tile
     ((4, 692, 395), (0, 2, 1), torch.uint8, "expand", None),  # broadcast
 ])
 def test_explain_on_an_h200_runs_padded_bytes_in_lean(shape, dims, dtype, view, on_h200):
     x = meta_view(shape, dtype, view)
-    h200 = check_h200_moves(x, dims, on_h200, "lean runs in its square tiles", on_h100="padded")
+    h200 = check_h200_moves(x, dims, on_h200, "lean runs in its square tile,", on_h100="padded")
     assert h200["kernel"] == (on_h200 or "padded"), h200
 
 
@@ -898,6 +899,55 @@ def test_padded_bytes_in_lean_write_every_element(dtype, shape, dims, view, kern
     x = view_of(view, shape, dtype, "cuda")
     ref = reference(x, dims)
     assert_bits_equal(run_poisoned(permute_by(kernel, dims), x, ref.shape), ref)
+
+
+# On an H200 the realign kernel's 8-byte transposes run the tile kernel in 8-byte vectors, and
+# its 2- and 4-byte ones into output rows of 256-2047 bytes from input rows of 2048 or more run
+# the padded kernel (choose.cpp, realign_gives_way); other rows, and 1-byte elements, keep realign.
+@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
+    ((3001, 1000), (1, 0), torch.float64, None, "tile"),  # output rows off the 16-byte grid
+    ((27725, 607), (1, 0), torch.float64, "offset", "tile"),  # rows off the grid on both sides
+    ((10929, 2207), (1, 0), torch.complex64, None, "tile"),  # 8-byte elements of another dtype
+    ((145, 7, 57, 32), (3, 1, 0, 2), torch.int64, None, "tile"),  # rows under 2048 bytes
+    ((119, 61, 3, 79), (0, 2, 3, 1), torch.float64, None, "tile"),  # a batch of 237 x 61 matrices
+    ((3001, 1001), (1, 0), torch.float64, "offset", "tile"),
+    ((1001, 3, 1203), (2, 1, 0), torch.float64, "offset", "tile"),
+    ((170, 679912), (1, 0), torch.float32, None, "padded"),  # 680-byte output rows
+    ((400, 56487), (1, 0), torch.int32, "offset", "padded"),
+    ((691, 65239), (1, 0), torch.bfloat16, None, "padded"),  # 1382-byte output rows
+    ((8485, 1790), (1, 0), torch.float32, None, None),  # output rows of 2048 bytes or more
+    ((8190, 8192), (1, 0), torch.bfloat16, None, None),
+    ((9001, 3001), (1, 0), torch.uint8, None, None),  # 1-byte elements
+])
+def test_explain_on_an_h200_moves_realign_picks(shape, dims, dtype, view, on_h200):
+    x = meta_view(shape, dtype, view)
+    h200 = check_h200_moves(x, dims, on_h200, "rather than realign", on_h100="realign")
+    assert h200["kernel"] == (on_h200 or "realign"), h200
+    assert on_h200 != "tile" or "8-byte vectors" in h200["config"], h200
+
+
+EIGHT_BYTES = (torch.float64, torch.int64, torch.complex64)
+
+
+@needs_cuda
+@pytest.mark.parametrize("shape, dims, view, dtypes", [
+    ((119, 61, 3, 79), (0, 2, 3, 1), "contiguous", EIGHT_BYTES),
+    ((3001, 1000), (1, 0), "contiguous", EIGHT_BYTES),
+    ((3001, 1001), (1, 0), "offset", EIGHT_BYTES),  # rows off the grid on both sides, one row into the storage
+    ((1001, 3, 1203), (2, 1, 0), "offset", EIGHT_BYTES),
+    ((86, 63999), (1, 0), "contiguous", (torch.int32, torch.float32)),  # into padded
+    ((400, 56487), (1, 0), "offset", (torch.int32,)),
+    ((252, 41209), (1, 0), "contiguous", (torch.bfloat16, torch.int16)),
+])
+@pytest.mark.parametrize("by_name", [False, True])
+def test_moved_realign_picks_write_every_element(shape, dims, view, dtypes, by_name):
+    """Transposes the H200 moves off realign (realign_gives_way), by the device's own pick and by
+    the name of the kernel an H200 runs them in."""
+    for dtype in dtypes:
+        x = view_of(view, shape, dtype, "cuda")
+        kernel = ("tile" if x.element_size() == 8 else "padded") if by_name else None
+        ref = reference(x, dims)
+        assert_bits_equal(run_poisoned(permute_by(kernel, dims), x, ref.shape), ref)
 
 
 @pytest.mark.parametrize("shape, dims, route", [
