@@ -1844,8 +1844,8 @@ std::optional<Choice> lean_takes_padded_bytes(Plan const& plan, Choice const& pi
   if (!device.padded_bytes_lean || pick.kernel != Kernel::Padded || plan.element_size != 1 ||
       plan.elements >= kLeanMidWork || broadcast_input(plan))
     return std::nullopt;
-  auto lean = force(plan, Kernel::Lean, device, nullptr);
-  if (!lean || !lean->problem || lean->shape != TileShape::Square || !offered(*lean, nullptr)) return std::nullopt;
+  auto lean = force(plan, Kernel::Lean, device, nullptr);  // in its square tile: lean_shape, under kLeanMidWork
+  if (!lean || !lean->problem || !offered(*lean, nullptr)) return std::nullopt;
   return lean;
 }
 
