@@ -191,8 +191,10 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     copy, and has rows and gather read row copies in runs under 256 bytes whose next run lies
     1 MiB or more further on in the output with neighbouring runs together, runs split picks
     moved one element per access in short tiles in gather (16-byte elements over four or more
-    dims in ATen's copy), and 1-byte transposes that the table gives the padded kernel in lean
-    where lean takes them in its square tiles). A CUDA
+    dims in ATen's copy), 1-byte transposes of under 2^22 elements that the table gives the
+    padded kernel in lean's square tiles, and transposes that the table gives realign in the
+    tile kernel (8-byte elements) or in padded (2- and 4-byte elements into output rows of
+    256-2047 bytes from input rows of 2048 or more)). A CUDA
     tensor's own device is described, whatever ``gpu`` says.
     ``kernel=`` names one of KERNELS to describe instead of the chooser's pick (an error if it
     cannot run the permute); ``offered`` then says whether the chooser would consider it for
