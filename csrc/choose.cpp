@@ -649,6 +649,11 @@ std::optional<BoxPlan> plan_box(Plan const& plan, std::string* why) {
 // preferred ATen's copy, 2.6M x 16 ones the split tile) and a long one.
 int bucket(int64_t bytes) { return bytes < 16 ? 0 : bytes < 64 ? 1 : bytes < 256 ? 2 : bytes < 2048 ? 3 : 4; }
 
+// The buckets of a transpose's output rows (its m dim, contiguous in the output) and input rows
+// (its n dim, contiguous in the input).
+int out_bucket(Plan const& plan) { return bucket(plan.dims[plan.m].size * plan.element_size); }
+int in_bucket(Plan const& plan) { return bucket(plan.dims[plan.n].size * plan.element_size); }
+
 // How full the tile kernel's tiles are, in three buckets: 0 (at least 90%), 1 (60-90%: a side
 // just over a tile, such as 65 float32, leaves a mostly empty row of tiles) and 2 (under 60%).
 // On the H100, shapes of one class that differed in it preferred different kernels.
@@ -847,10 +852,11 @@ std::optional<Choice> lean_takes_element_loads(Plan const& plan, Choice const& p
 // tiles one vector's worth of rows longer than the matrix. On an H200 the tile kernel's 8-byte
 // vectors ran 8-byte elements faster wherever the table ranks realign first, and the padded
 // kernel ran 2- and 4-byte elements faster into output rows of 256-2047 bytes from input rows
-// of 2048 bytes or more (classes .o3.i4). On a GPU whose rule it is (Device::realign_gives_way),
-// those kernels take such transposes. Measured on an H200 (docs/PERFORMANCE.md, "Realign picks
-// in the tile and padded kernels"; seven kernels forced by name, bit-checked, the better of two
-// rounds beside clone):
+// of 2048 bytes or more (classes .o3.i4), and 1-byte elements into output rows of 2048 bytes
+// or more from input rows of 256 or more (.o4.i3, .o4.i4). On a GPU whose rule it is
+// (Device::realign_gives_way), those kernels take such transposes. Measured on an H200
+// (docs/PERFORMANCE.md, "Realign picks in the tile and padded kernels"; seven kernels forced by
+// name, bit-checked, the better of two rounds beside clone):
 // - 8-byte elements, design (seed 293, 21 random float64, int64 and complex64 permutes the H200
 //   gives realign, 23-363 us): tile 1.06 x the pick over 18 with rows of 2048 bytes or more on
 //   both sides (none more than 5% slower), 1.38 x over 3 with shorter rows; the padded kernel
@@ -864,12 +870,20 @@ std::optional<Choice> lean_takes_element_loads(Plan const& plan, Choice const& p
 //   the other classes. Held out (seeds 299 and 300, 40 each): 1.12 x over 10 4-byte shapes of
 //   .o3.i4 (none slower), 1.15 x over 9 2-byte ones (one 0.86 x). Moved by the rule (seed 302,
 //   40 shapes): 1.15 x (0.81-1.52 x), 3 more than 5% slower, 0.59 -> 0.68 of clone (eager 0.22);
-// - 1-byte elements (seed 301, 30 realign picks): padded 1.14 x over 23 with output rows of
-//   2048 bytes or more; not held out, so 1-byte elements keep realign.
+// - 1-byte elements, design (seed 301, 30 uint8 and int8 realign picks, all of 2^22 elements or
+//   more): padded 1.15 x over 11 shapes with output rows of 2048 bytes or more and input rows
+//   of 256-2047 (.o4.i3; one more than 5% slower), 1.14 x over 12 with both rows of 2048 bytes
+//   or more (.o4.i4; none slower), 1.01 x over 5 with input rows under 256 bytes (.o4.i2).
+//   Held out (seed 303, 40 such permutes): 1.17 x over 11 of .o4.i3 (none slower), 1.21 x over
+//   16 of .o4.i4 (one slower), 2.20 x over 2 broadcast ones; .o4.i2 ran 0.93 x (4 of 7 slower)
+//   and keeps realign. Moved by the rule (seed 308, 30 shapes, 35-331 us in realign): 1.21 x
+//   (0.70-3.70 x), 2 more than 5% slower, 0.38 -> 0.45 of clone (eager 0.10).
 std::optional<Choice> realign_gives_way(Plan const& plan, Class const& cls, Choice const& pick, Device const& device) {
   if (!device.realign_gives_way || pick.kernel != Kernel::Realign) return std::nullopt;
   if (plan.element_size == 8) return force(plan, Kernel::Tile, device, nullptr);
   if ((plan.element_size == 2 || plan.element_size == 4) && cls.out_bucket == 3 && cls.in_bucket == 4)
+    return force(plan, Kernel::Padded, device, nullptr);
+  if (plan.element_size == 1 && cls.out_bucket == 4 && cls.in_bucket >= 3)
     return force(plan, Kernel::Padded, device, nullptr);
   return std::nullopt;
 }
@@ -959,9 +973,8 @@ std::optional<Choice> small_transpose(Plan const& plan, Device const& device) {
 
 Class classify(Plan const& plan) {
   int64_t const E = plan.element_size;
-  Class c{plan.copy_route(), int(E), bucket(plan.dims[plan.m].size * E),
-          plan.copy_route() ? 0 : bucket(plan.dims[plan.n].size * E), 0, 0, 0, false, false,
-          small_work(plan)};
+  Class c{plan.copy_route(), int(E), out_bucket(plan), plan.copy_route() ? 0 : in_bucket(plan),
+          0, 0, 0, false, false, small_work(plan)};
   c.broadcast = broadcast_input(plan);
   auto const p = plan.copy_route() ? rows_problem(plan) : matrix_problem(plan);
   if (!p) return c;
@@ -1140,8 +1153,13 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     tile (lean_takes_padded_bytes has the measurements): 1.21 x padded over 14 held-out shapes.
 //   - Transposes that the table gives realign, of 8-byte elements in the tile kernel, of 2- and
 //     4-byte elements into output rows of 256-2047 bytes from input rows of 2048 or more in
-//     padded (realign_gives_way has the measurements): 1.09 x, 1.12 x and 1.15 x over 20, 10 and
-//     9 held-out shapes.
+//     padded, of 1-byte elements into output rows of 2048 bytes or more from input rows of 256 or
+//     more in padded (realign_gives_way has the measurements): 1.09 x, 1.12 x, 1.15 x and 1.24 x
+//     over 20, 10, 9 and 29 held-out shapes.
+//   - Transposes of 8-byte elements that the table gives padded, into rows of 256-2047 bytes on
+//     both sides in lean (else split), from broadcast inputs into rows of 2048 bytes or more in the
+//     tile kernel (padded_gives_way has the measurements): 1.16 x and 1.14 x over 40 and 23
+//     held-out shapes.
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
   if (name.find("H200") != std::string::npos) {
@@ -1164,6 +1182,7 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.short_split_aten = true;
     d.padded_bytes_lean = true;
     d.realign_gives_way = true;
+    d.padded_gives_way = true;
   }
   return d;
 }
@@ -1849,6 +1868,42 @@ std::optional<Choice> lean_takes_padded_bytes(Plan const& plan, Choice const& pi
   return lean;
 }
 
+// The padded seed kernel, one element per access, gives way on 8-byte elements (the plan's,
+// after merging) where the table ranks it first and the rules above left it:
+// - into output rows and from input rows of 256-2047 bytes (class .o3.i3), to lean in its own
+//   tiles where lean is offered, else to split, where that is offered;
+// - from a broadcast input into output and input rows of 2048 bytes or more (.o4.i4.b), to the
+//   tile kernel.
+// On a GPU whose rule it is (Device::padded_gives_way). Measured on an H200 (docs/PERFORMANCE.md,
+// "8-byte padded picks in lean, split and tile"; the pick and other kernels forced by name,
+// bit-checked, the better of two rounds beside clone), on random permutes the H200 gives padded:
+// - .o3.i3, design (seed 305, 40 float64, int64 and complex64 permutes of rank 5-6, 17-1409
+//   us): lean 1.14 x padded over the 24 it is offered on (one 0.86 x); split 1.36 x over the 14
+//   where lean is not but split is (none more than 5% slower, 0.96-1.80 x), split 0.90 x where
+//   lean is offered too; seeds 293-294 gave the same signs (lean 1.05-1.07 x over 7, split
+//   1.01-1.83 x over 4). Held out (seed 306, 40 such permutes of ranks 3-6, 14-961 us): 1.16 x
+//   (0.84-1.83 x), 5 more than 5% slower (4 in lean, one in split); behind eager by more than 5%
+//   on 2 where padded was on 7. Moved by the rule (seed 309, 40 shapes): 1.14 x (0.81-1.99 x), 6
+//   more than 5% slower, 0.70 -> 0.79 of clone (eager 0.57);
+// - .o4.i4.b, design (seeds 293, 294 and 304, 33 broadcast shapes): tile 1.13 x padded, 4 more
+//   than 5% slower; lean 1.08 x, 6 slower. Held out (seed 307, 23 such shapes, 9-343 us): 1.14 x
+//   (0.88-1.40 x), 2 slower; moved by the rule (seed 310, 30 shapes): 1.11 x (0.90-1.36 x), one
+//   slower, 1.21 -> 1.34 of clone (eager 1.05; a broadcast input reads fewer bytes than clone).
+std::optional<Choice> padded_gives_way(Plan const& plan, Choice const& pick, Device const& device) {
+  if (!device.padded_gives_way || pick.kernel != Kernel::Padded || plan.element_size != 8) return std::nullopt;
+  auto const if_offered = [&](Kernel k) -> std::optional<Choice> {
+    std::optional<Choice> c = force(plan, k, device, nullptr);
+    return c && offered(*c, nullptr) ? c : std::nullopt;
+  };
+  int const out = out_bucket(plan), in = in_bucket(plan);
+  if (out == 3 && in == 3) {
+    if (auto lean = if_offered(Kernel::Lean)) return lean;
+    return if_offered(Kernel::Split);
+  }
+  if (out == 4 && in == 4 && broadcast_input(plan)) return if_offered(Kernel::Tile);
+  return std::nullopt;
+}
+
 // ATen's copy gives way to interleave on 2-byte elements (bfloat16, float16, pairs of uint8) in
 // classes where interleave runs one element per access, with gaps between pixels or without
 // (".Ig", ".Ie"), and on 1-byte elements where it skips gaps (".Ig"), into output rows of 2048
@@ -1953,8 +2008,10 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
                               "on a GPU whose rule runs them in lean (one-element loads, 16-byte stores): run lean"))
         return *lean;
       if (auto other = realign_gives_way(plan, cls, *c, device))
-        if (auto moved = instead(other, other->kernel == Kernel::Tile
-                                            ? "8-byte elements, on a GPU whose rule runs them in the tile kernel rather than realign: run tile"
+        if (auto moved = instead(other, other->kernel == Kernel::Tile ? "8-byte elements, on a GPU whose rule runs them in the tile kernel rather than realign: run tile"
+                                        : plan.element_size == 1
+                                            ? "1-byte elements into output rows of 2048 bytes or more from input rows of 256 or more, "
+                                              "on a GPU whose rule runs them in the padded kernel rather than realign: run padded"
                                             : "2- or 4-byte elements into output rows of 256-2047 bytes from input rows of 2048 or more, "
                                               "on a GPU whose rule runs them in the padded kernel rather than realign: run padded"))
           return *moved;
@@ -2064,6 +2121,15 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
   if (auto lean = lean_takes_padded_bytes(plan, c, device))
     return instead(*lean, [] {
       return std::string("1-byte elements, under 2^22 of them, that lean runs in its square tile, on a GPU whose rule runs them there: run lean");
+    });
+  if (auto other = padded_gives_way(plan, c, device))
+    return instead(*other, [&] {
+      return std::string(other->kernel == Kernel::Tile
+                             ? "8-byte elements from a broadcast input into rows of 2048 bytes or more on both sides, on a "
+                               "GPU whose rule runs them in the tile kernel rather than padded: run "
+                             : "8-byte elements into rows of 256-2047 bytes on both sides, on a GPU whose rule runs them in "
+                               "lean where it is offered, else in split, rather than padded: run ") +
+             kernel_name(other->kernel);
     });
   if (auto gather = broadcast_gather(plan, c, device))
     return instead(*gather, [&] {

@@ -134,10 +134,15 @@ struct Device {
   // unbroadcast inputs, run the lean kernel in its square tile (lean_takes_padded_bytes,
   // choose.cpp).
   bool padded_bytes_lean = false;
-  // Transposes that the table gives the realign kernel run the tile kernel (8-byte elements) or,
-  // into output rows of 256-2047 bytes from input rows of 2048 or more, the padded kernel (2- and
-  // 4-byte elements) (realign_gives_way, choose.cpp).
+  // Transposes that the table gives the realign kernel run the tile kernel (8-byte elements) or
+  // the padded kernel: 2- and 4-byte elements into output rows of 256-2047 bytes from input rows
+  // of 2048 or more, 1-byte elements into output rows of 2048 bytes or more from input rows of
+  // 256 or more (realign_gives_way, choose.cpp).
   bool realign_gives_way = false;
+  // Transposes of 8-byte elements that the table gives the padded kernel run lean (else split)
+  // into rows of 256-2047 bytes on both sides, and the tile kernel from broadcast inputs into rows
+  // of 2048 bytes or more (padded_gives_way, choose.cpp).
+  bool padded_gives_way = false;
 };
 
 // `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as

@@ -29,7 +29,8 @@ def reference(x, dims):
 
 
 def view_of(kind, shape, dtype, device):
-    """A random tensor of `shape`: contiguous, or a view with an offset, a step or a slice."""
+    """A random tensor of `shape`: contiguous, or a view with an offset, a step, a slice or a
+    broadcast along dim 0."""
     if kind == "contiguous":
         return random_tensor(shape, dtype, device)
     if kind == "offset":
@@ -40,6 +41,8 @@ def view_of(kind, shape, dtype, device):
         return random_tensor((*shape[:-1], (shape[-1] + 63) // 64 * 64), dtype, device)[..., : shape[-1]]
     if kind == "shifted":  # x[..., 1:] of rows one longer: a one-element gap, the last row ends the storage
         return random_tensor((*shape[:-1], shape[-1] + 1), dtype, device)[..., 1:]
+    if kind == "expand":  # one row of dim 0, read for every index: input stride 0
+        return random_tensor((1, *shape[1:]), dtype, device).expand(shape)
     raise ValueError(kind)
 
 
@@ -666,7 +669,7 @@ def test_explain_on_an_h200_passes_over_box_for_2_byte_elements(shape, dims, dty
     ((942, 2, 41, 2, 11), (3, 2, 1, 4, 0), torch.float32, "offset", "lean"),
     ((2, 1575, 48, 9), (3, 0, 1, 2), torch.float32, "step", "lean"),
     ((1645, 32, 12, 46), (2, 1, 3, 0), torch.float32, None, None),  # lean's tiles half full or more
-    ((77, 3, 35, 191), (0, 1, 3, 2), torch.float64, "offset", None),
+    ((16961, 106), (1, 0), torch.float64, "offset", None),
     ((14, 17, 9, 9, 40, 33), (3, 0, 2, 1, 5, 4), torch.float32, "offset", None),  # 4 batch dims
     ((2, 67795, 11, 5), (3, 0, 2, 1), torch.complex128, "step", None),  # 16-byte elements
 ])
@@ -901,9 +904,10 @@ def test_padded_bytes_in_lean_write_every_element(dtype, shape, dims, view, kern
     assert_bits_equal(run_poisoned(permute_by(kernel, dims), x, ref.shape), ref)
 
 
-# On an H200 the realign kernel's 8-byte transposes run the tile kernel in 8-byte vectors, and
-# its 2- and 4-byte ones into output rows of 256-2047 bytes from input rows of 2048 or more run
-# the padded kernel (choose.cpp, realign_gives_way); other rows, and 1-byte elements, keep realign.
+# On an H200 the realign kernel's 8-byte transposes run the tile kernel in 8-byte vectors; its
+# 2- and 4-byte ones into output rows of 256-2047 bytes from input rows of 2048 or more, and its
+# 1-byte ones into output rows of 2048 bytes or more from input rows of 256 or more, run the
+# padded kernel (choose.cpp, realign_gives_way); other rows keep realign.
 @pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
     ((3001, 1000), (1, 0), torch.float64, None, "tile"),  # output rows off the 16-byte grid
     ((27725, 607), (1, 0), torch.float64, "offset", "tile"),  # rows off the grid on both sides
@@ -917,7 +921,11 @@ def test_padded_bytes_in_lean_write_every_element(dtype, shape, dims, view, kern
     ((691, 65239), (1, 0), torch.bfloat16, None, "padded"),  # 1382-byte output rows
     ((8485, 1790), (1, 0), torch.float32, None, None),  # output rows of 2048 bytes or more
     ((8190, 8192), (1, 0), torch.bfloat16, None, None),
-    ((9001, 3001), (1, 0), torch.uint8, None, None),  # 1-byte elements
+    ((9001, 3001), (1, 0), torch.uint8, None, "padded"),  # 1-byte elements, rows of 2048 bytes or more
+    ((9001, 3001), (1, 0), torch.uint8, "expand", "padded"),  # a broadcast input
+    ((116500, 410), (1, 0), torch.int8, None, "padded"),  # 410-byte input rows
+    ((7439, 4309), (1, 0), torch.uint8, "offset", "padded"),
+    ((105887, 165), (1, 0), torch.int8, None, None),  # input rows under 256 bytes
 ])
 def test_explain_on_an_h200_moves_realign_picks(shape, dims, dtype, view, on_h200):
     x = meta_view(shape, dtype, view)
@@ -938,6 +946,9 @@ EIGHT_BYTES = (torch.float64, torch.int64, torch.complex64)
     ((86, 63999), (1, 0), "contiguous", (torch.int32, torch.float32)),  # into padded
     ((400, 56487), (1, 0), "offset", (torch.int32,)),
     ((252, 41209), (1, 0), "contiguous", (torch.bfloat16, torch.int16)),
+    ((9001, 3001), (1, 0), "contiguous", (torch.uint8, torch.int8)),  # 1-byte elements into padded
+    ((7439, 4309), (1, 0), "offset", (torch.uint8,)),
+    ((9001, 3001), (1, 0), "expand", (torch.int8,)),
 ])
 @pytest.mark.parametrize("by_name", [False, True])
 def test_moved_realign_picks_write_every_element(shape, dims, view, dtypes, by_name):
@@ -948,6 +959,49 @@ def test_moved_realign_picks_write_every_element(shape, dims, view, dtypes, by_n
         kernel = ("tile" if x.element_size() == 8 else "padded") if by_name else None
         ref = reference(x, dims)
         assert_bits_equal(run_poisoned(permute_by(kernel, dims), x, ref.shape), ref)
+
+
+# On an H200 the padded kernel's 8-byte transposes into rows of 256-2047 bytes on both sides run
+# lean where it is offered, else split, and those from a broadcast input into rows of 2048 bytes
+# or more on both sides run the tile kernel (choose.cpp, padded_gives_way); others keep padded.
+@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
+    ((801, 67, 2, 65), (0, 2, 3, 1), torch.float64, None, "lean"),  # 520-byte rows on both sides
+    ((801, 67, 2, 65), (0, 2, 3, 1), torch.complex64, "offset", "lean"),
+    ((801, 67, 2, 65), (0, 2, 3, 1), torch.float64, "step", "lean"),  # off the 16-byte grid
+    ((149, 36, 4, 6, 49), (1, 4, 2, 3, 0), torch.int64, None, "lean"),
+    ((14, 2, 79, 18, 3, 38), (3, 1, 5, 0, 4, 2), torch.int64, None, "split"),  # four batch dims: no lean
+    ((41, 5, 57, 20, 20, 36), (5, 4, 3, 2, 1, 0), torch.float64, None, "split"),
+    ((14, 2, 79, 18, 3, 38), (3, 1, 5, 0, 4, 2), torch.float64, "step", None),  # neither lean nor split
+    ((3001, 1473), (1, 0), torch.float64, "expand", "tile"),  # broadcast, rows of 2048 bytes or more
+    ((30442, 335), (1, 0), torch.int64, "expand", "tile"),
+    ((4137, 1987), (1, 0), torch.complex64, "expand", "tile"),
+    ((22849, 3, 2, 25), (1, 2, 3, 0), torch.float64, "expand", None),  # 1200-byte input rows
+    ((16961, 106), (1, 0), torch.float64, "offset", None),  # 16961-element output rows
+    ((801, 67, 2, 65), (0, 2, 3, 1), torch.float32, None, None),  # 4-byte elements
+])
+def test_explain_on_an_h200_moves_padded_picks(shape, dims, dtype, view, on_h200):
+    x = meta_view(shape, dtype, view)
+    h200 = check_h200_moves(x, dims, on_h200, "rather than padded", on_h100="padded")
+    assert h200["kernel"] == (on_h200 or "padded"), h200
+
+
+@needs_cuda
+@pytest.mark.parametrize("shape, dims, view, dtypes, kernel", [
+    ((801, 67, 2, 65), (0, 2, 3, 1), "contiguous", EIGHT_BYTES, "lean"),
+    ((801, 67, 2, 65), (0, 2, 3, 1), "offset", (torch.complex64,), "lean"),
+    ((801, 67, 2, 65), (0, 2, 3, 1), "stepped", (torch.float64,), "lean"),
+    ((14, 2, 79, 18, 3, 38), (3, 1, 5, 0, 4, 2), "contiguous", EIGHT_BYTES, "split"),
+    ((3001, 1473), (1, 0), "expand", EIGHT_BYTES, "tile"),
+    ((30442, 335), (1, 0), "expand", (torch.int64,), "tile"),
+])
+@pytest.mark.parametrize("by_name", [False, True])
+def test_moved_padded_picks_write_every_element(shape, dims, view, dtypes, kernel, by_name):
+    """Transposes the H200 moves off padded (padded_gives_way), by the device's own pick and by
+    the name of the kernel an H200 runs them in."""
+    for dtype in dtypes:
+        x = view_of(view, shape, dtype, "cuda")
+        ref = reference(x, dims)
+        assert_bits_equal(run_poisoned(permute_by(kernel if by_name else None, dims), x, ref.shape), ref)
 
 
 @pytest.mark.parametrize("shape, dims, route", [
