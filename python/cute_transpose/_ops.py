@@ -192,9 +192,12 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     1 MiB or more further on in the output with neighbouring runs together, runs split picks
     moved one element per access in short tiles in gather (16-byte elements over four or more
     dims in ATen's copy), 1-byte transposes of under 2^22 elements that the table gives the
-    padded kernel in lean's square tiles, and transposes that the table gives realign in the
+    padded kernel in lean's square tiles, transposes that the table gives realign in the
     tile kernel (8-byte elements) or in padded (2- and 4-byte elements into output rows of
-    256-2047 bytes from input rows of 2048 or more)). A CUDA
+    256-2047 bytes from input rows of 2048 or more, 1-byte ones into output rows of 2048 bytes
+    or more from input rows of 256 or more), and 8-byte transposes that the table gives padded
+    in lean, else split, into rows of 256-2047 bytes on both sides, or in the tile kernel from
+    broadcast inputs into rows of 2048 bytes or more on both sides). A CUDA
     tensor's own device is described, whatever ``gpu`` says.
     ``kernel=`` names one of KERNELS to describe instead of the chooser's pick (an error if it
     cannot run the permute); ``offered`` then says whether the chooser would consider it for
