@@ -1140,10 +1140,11 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     interleave (gather_takes_gapped_packs has the measurements): 1.65 x over 60 held-out
 //     shapes.
 //   - Transposes that the table gives gather, where gather would load a sector for every
-//     element, into outputs of 16 MiB or more, in split (split_takes_scattered_gather has the
-//     measurements): 1.74 x over 70 held-out shapes; the previous rule's gapped 1-byte packs
-//     whose reads are scattered, at any size: 1.66 x and 1.42 x over 47 and 46 held-out shapes
-//     of 16 MiB or more and under it.
+//     element, into outputs of 16 MiB or more (6 MiB or more for 1- and 2-byte elements), in
+//     split (split_takes_scattered_gather has the measurements): 1.74 x over 70 held-out shapes,
+//     1.34 x over 18 held-out 1- and 2-byte ones of 6-16 MiB; the previous rule's gapped 1-byte
+//     packs whose reads are scattered, at any size: 1.66 x and 1.42 x over 47 and 46 held-out
+//     shapes of 16 MiB or more and under it.
 //   - Transposes that the table gives split one element per access, whose output side chains
 //     two dims into a run under 128 elements with the input's rows next to it, in tiles under
 //     80% full, in gather (gather_takes_short_split_rows has the measurements): 1.24 x over 60
@@ -1675,10 +1676,23 @@ std::optional<Choice> split_takes_scattered_aten(Plan const& plan, Choice const&
 //   (eager 0.164), none more than 5% slower, behind eager by more than 5% on none where gather
 //   was on 9. Those whose reads are not scattered (seed 254, 24 of 16 MiB or more) ran 0.88 x
 //   in split, 11 more than 5% slower: they keep gather.
-constexpr int64_t kScatteredGatherReach = 2048, kScatteredGatherBytes = int64_t(16) << 20;
+// 1- and 2-byte elements gain from kScatteredNarrowGatherBytes up: each sector holds 16-32 of
+// them, and the L2 cache's sector rate binds before its size does. Over the table's gather picks
+// of 1- and 2-byte elements with scattered reads that split can run, outputs under 16 MiB:
+// - design (seed 313, 40 shapes, 1-15 MiB): 1.03 x in split, 17 more than 5% slower; 1.25 x
+//   over the 23 of 6 MiB or more (3 slower), 0.79 x over the 17 under it (14 slower). 4- to
+//   16-byte elements (seed 315, 30 shapes) ran 0.90 x: they keep the 16 MiB bound;
+// - held out (seed 314, 40 shapes, 8-16 us of copy): the 18 of 6 MiB or more 1.34 x (0.89-1.93 x),
+//   0.278 -> 0.372 of clone (eager 0.277), 2 more than 5% slower; the 22 under it 0.87 x.
+constexpr int64_t kScatteredGatherReach = 2048, kScatteredGatherBytes = int64_t(16) << 20,
+                  kScatteredNarrowGatherBytes = int64_t(6) << 20;
 
+// `any_size`: the gapped-pack rule's gather, which gains from split at every size.
 std::optional<Choice> split_takes_scattered_gather(Plan const& plan, Choice const& c, Device const& device,
-                                                   int64_t min_bytes = kScatteredGatherBytes) {
+                                                   bool any_size = false) {
+  int64_t const min_bytes = any_size ? 0
+                            : tensor_element_size(plan) <= 2 ? kScatteredNarrowGatherBytes
+                                                             : kScatteredGatherBytes;
   if (!device.scattered_gather_split || c.kernel != Kernel::Gather || plan.copy_route() ||
       plan.numel() * plan.element_size < min_bytes || !reads_scattered(plan, kScatteredGatherReach))
     return std::nullopt;
@@ -2055,7 +2069,7 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
       if (gather_takes_gapped_packs(cls, *c, device))
         if (auto gather = instead(force(plan, Kernel::Gather, device, nullptr), gapped_packs.c_str())) {
           static std::string const then_split = gapped_packs + "; " + scattered_gather;
-          if (auto split = instead(split_takes_scattered_gather(plan, *gather, device, /*min_bytes=*/0), then_split.c_str()))
+          if (auto split = instead(split_takes_scattered_gather(plan, *gather, device, /*any_size=*/true), then_split.c_str()))
             return *split;
           return *gather;
         }

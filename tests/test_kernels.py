@@ -719,9 +719,9 @@ def test_explain_on_an_h200_packs_gapped_1_byte_planes_in_gather(shape, dims, dt
 
 # ... and run the split kernel, rather than gather, where gather would load a sector for each
 # element (the input's dims within one sector lie 2048 or more elements apart in the output) of
-# an output of 16 MiB or more, and where the gather is the gapped-pack rule's (uint8 planes), at
-# any size. Gather picks whose sector-sharing dims lie nearer stay, smaller ones stay, and so do
-# those split cannot run.
+# an output of 16 MiB or more (6 MiB or more for 1- and 2-byte elements), and where the gather is
+# the gapped-pack rule's (uint8 planes), at any size. Gather picks whose sector-sharing dims lie
+# nearer stay, smaller ones stay, and so do those split cannot run.
 @pytest.mark.parametrize("shape, dims, dtype, view, on_h200, on_h100", [
     ((363, 23, 2, 4178), (3, 1, 0, 2), torch.float16, None, "split", "gather"),
     ((2, 2884, 49331), (2, 1, 0), torch.bfloat16, None, "split", "gather"),
@@ -731,7 +731,12 @@ def test_explain_on_an_h200_packs_gapped_1_byte_planes_in_gather(shape, dims, dt
     ((2, 41, 4, 2, 9507), (4, 2, 3, 1, 0), torch.bfloat16, None, None, "gather"),  # input rows 656 apart
     ((5, 4, 120594, 9, 14), (0, 2, 1, 4, 3), torch.float16, None, None, "gather"),  # 9 apart
     ((136, 6, 66, 35), (3, 1, 0, 2), torch.bfloat16, "step", None, "gather"),  # split cannot run it
-    ((20, 2, 5, 22, 2, 169), (5, 1, 4, 3, 2, 0), torch.uint8, None, None, "gather"),  # under 16 MiB
+    ((20, 2, 5, 22, 2, 169), (5, 1, 4, 3, 2, 0), torch.uint8, None, None, "gather"),  # 1.5 MiB
+    ((12, 1284, 4, 71), (3, 1, 0, 2), torch.int16, None, "split", "gather"),  # 2-byte elements, 8.4 MiB
+    ((19, 70, 4, 4, 7, 86), (5, 3, 0, 4, 2, 1), torch.uint8, None, "split", "gather"),  # 12.2 MiB
+    ((41, 3, 2, 146, 190), (1, 4, 0, 3, 2), torch.bfloat16, None, "split", "box"),
+    ((18, 52, 3, 12, 86), (4, 1, 0, 3, 2), torch.int16, None, None, "gather"),  # 5.5 MiB: under 6 MiB
+    ((6, 4468, 126), (2, 1, 0), torch.float32, None, None, "gather"),  # 4-byte elements, 12.9 MiB
     ((2, 13844, 2113), (2, 1, 0), torch.uint8, None, "split", "interleave"),  # gathered as gapped packs
     ((4, 2, 4, 1266, 2574), (0, 1, 4, 3, 2), torch.uint8, None, "split", "interleave"),
     ((3, 1144, 3, 6496), (3, 2, 1, 0), torch.uint8, "offset", "split", "interleave"),
@@ -743,6 +748,22 @@ def test_explain_on_an_h200_runs_scattered_gather_picks_in_split(shape, dims, dt
     assert h200["kernel"] == (on_h200 or "gather"), h200
     if on_h100 == "interleave":  # the gapped-pack rule's gather, then this one's split, both said
         assert "1-byte planes packed" in h200["reason"], h200
+
+
+@needs_cuda
+@pytest.mark.parametrize("shape, dims, dtypes", [
+    ((12, 1284, 4, 71), (3, 1, 0, 2), (torch.int16, torch.bfloat16)),
+    ((19, 70, 4, 4, 7, 86), (5, 3, 0, 4, 2, 1), (torch.uint8, torch.int8)),
+    ((41, 3, 2, 146, 190), (1, 4, 0, 3, 2), (torch.bfloat16, torch.float16)),
+])
+@pytest.mark.parametrize("by_name", [False, True])
+def test_moved_scattered_gather_picks_write_every_element(shape, dims, dtypes, by_name):
+    """1- and 2-byte transposes of 6-16 MiB the H200 moves off gather (split_takes_scattered_gather),
+    by the device's own pick and by the split kernel's name."""
+    for dtype in dtypes:
+        x = view_of("contiguous", shape, dtype, "cuda")
+        ref = reference(x, dims)
+        assert_bits_equal(run_poisoned(permute_by("split" if by_name else None, dims), x, ref.shape), ref)
 
 
 # ... and run ATen's copy, rather than gather, for row copies of 4-byte elements in runs of one
