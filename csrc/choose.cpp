@@ -1161,6 +1161,9 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     both sides in lean (else split), from broadcast inputs into rows of 2048 bytes or more in the
 //     tile kernel (padded_gives_way has the measurements): 1.16 x and 1.14 x over 40 and 23
 //     held-out shapes.
+//   - Transposes of 4-byte elements that the table gives the tile kernel one element per access,
+//     in lean where gather's reads would be scattered (where lean can run them), else in gather
+//     (element_tiles_give_way has the measurements).
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
   if (name.find("H200") != std::string::npos) {
@@ -1184,6 +1187,7 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.padded_bytes_lean = true;
     d.realign_gives_way = true;
     d.padded_gives_way = true;
+    d.element_tile_lean = true;
   }
   return d;
 }
@@ -1699,6 +1703,31 @@ std::optional<Choice> split_takes_scattered_gather(Plan const& plan, Choice cons
   return force(plan, Kernel::Split, device, nullptr);
 }
 
+// Where the table picks the tile kernel for 4-byte elements one per access (4-byte vectors: rows
+// off the 16-byte grid; in random permutes only the class .o2.i3, output rows of 16-63
+// elements), the tile kernel ran at 0.35-0.72 of clone on an H200, eager at 0.41-0.99. Where
+// gather's reads would be scattered (the input's dims within one sector lie
+// kScatteredGatherReach or more elements apart in the output), the lean kernel ran fastest, in
+// its own tile shape though its tiles there are under half full (the table ranks lean first for
+// the class; the fill check passes it over); where they lie nearer (the input's rows are the
+// output's second dim, or next to it), gather's window of output rows shares their sectors and
+// gather ran fastest. On a GPU whose rule it is (Device::element_tile_lean), those kernels take
+// them (lean where it can run: three batch dims or fewer). Measured on an H200
+// (docs/PERFORMANCE.md, "4-byte tile picks one element per access"; the pick and the others
+// forced by name, bit-checked, the better of two rounds beside clone):
+// - design (seed 319, 19 float32 and int32 such picks, 2^19-2^23 elements, 10-23 us of copy):
+//   over the 17 lean can run, lean 1.60 x tile (1.35-2.16 x, none slower) and gather 1.53 x;
+//   lean 1.22-1.82 x gather over the 7 whose reads are scattered, gather 1.23-1.45 x lean over
+//   the 9 at reach 180 or less (and 0.96 x at 289); ATen's copy 1.41 x tile, split 0.88 x.
+std::optional<Choice> element_tiles_give_way(Plan const& plan, Choice const& pick, Device const& device) {
+  if (!device.element_tile_lean || pick.kernel != Kernel::Tile || plan.element_size != 4 || pick.width != 4)
+    return std::nullopt;
+  if (!reads_scattered(plan, kScatteredGatherReach)) return force(plan, Kernel::Gather, device, nullptr);
+  auto lean = force(plan, Kernel::Lean, device, nullptr);
+  if (!lean || !lean->problem) return std::nullopt;
+  return lean;
+}
+
 // Row copies of 4-byte elements in runs under 16 bytes (one to three elements, class
 // c.e4.o0): gather loads each element on its own with lanes on 16-byte vectors, so each of its
 // load instructions touches a run, and a sector, per lane; ATen's copy has its lanes on
@@ -2131,6 +2160,14 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
     return instead(*lean, [] {
       return std::string("4- or 8-byte elements in lean tiles under half full, which the table never timed it on, "
                          "on a GPU whose rule runs them in lean: run lean");
+    });
+  if (auto other = element_tiles_give_way(plan, c, device))
+    return instead(*other, [&] {
+      return std::string(other->kernel == Kernel::Lean
+                             ? "4-byte elements one per access in the tile kernel, gather's reads scattered, on a GPU whose "
+                               "rule runs them in lean's own tiles, under half full as they are: run lean"
+                             : "4-byte elements one per access in the tile kernel, the input's rows near in the output, on a "
+                               "GPU whose rule runs them in gather: run gather");
     });
   if (auto lean = lean_takes_padded_bytes(plan, c, device))
     return instead(*lean, [] {

@@ -143,6 +143,10 @@ struct Device {
   // into rows of 256-2047 bytes on both sides, and the tile kernel from broadcast inputs into rows
   // of 2048 bytes or more (padded_gives_way, choose.cpp).
   bool padded_gives_way = false;
+  // Transposes of 4-byte elements that the table gives the tile kernel one element per access
+  // (4-byte vectors) run lean where gather's reads would be scattered, else gather
+  // (element_tiles_give_way, choose.cpp).
+  bool element_tile_lean = false;
 };
 
 // `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as

@@ -1025,6 +1025,47 @@ def test_moved_padded_picks_write_every_element(shape, dims, view, dtypes, kerne
         assert_bits_equal(run_poisoned(permute_by(kernel if by_name else None, dims), x, ref.shape), ref)
 
 
+# On an H200 the tile kernel's 4-byte transposes one element per access (4-byte vectors: output
+# rows of 16-63 elements off the 16-byte grid) run lean where gather's reads would be scattered
+# (the input's rows 2048 or more elements apart in the output), though lean's tiles are under half
+# full there, and gather where they lie nearer (choose.cpp, element_tiles_give_way). Where lean
+# cannot run them (more than three batch dims) they keep tile.
+@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
+    ((17, 1124, 231), (2, 1, 0), torch.int32, None, "lean"),  # input rows 19108 apart in the output
+    ((823, 3, 18, 134), (1, 3, 0, 2), torch.float32, None, "lean"),
+    ((17, 54, 336, 80), (3, 2, 1, 0), torch.int32, None, "lean"),
+    ((7, 19, 19, 23, 65), (4, 2, 0, 3, 1), torch.float32, "offset", "lean"),  # the sweep's
+    ((17, 5, 2, 75, 262), (1, 3, 2, 4, 0), torch.float32, None, "gather"),  # input rows 17 apart
+    ((3, 22, 16, 19, 70), (2, 0, 1, 4, 3), torch.int32, None, "gather"),
+    ((4617, 17, 3, 118), (2, 0, 3, 1), torch.int32, None, "gather"),
+    ((9, 3, 21, 2, 15, 72), (5, 0, 4, 1, 3, 2), torch.int32, None, None),  # four batch dims: no lean
+])
+def test_explain_on_an_h200_moves_element_tile_picks(shape, dims, dtype, view, on_h200):
+    x = meta_view(shape, dtype, view)
+    h200 = check_h200_moves(x, dims, on_h200, "4-byte elements one per access in the tile kernel", on_h100="tile")
+    assert h200["kernel"] == (on_h200 or "tile"), h200
+    assert on_h200 or "4-byte vectors" in h200["config"], h200
+
+
+@needs_cuda
+@pytest.mark.parametrize("shape, dims, view, kernel", [
+    ((17, 1124, 231), (2, 1, 0), "contiguous", "lean"),
+    ((823, 3, 18, 134), (1, 3, 0, 2), "contiguous", "lean"),
+    ((7, 19, 19, 23, 65), (4, 2, 0, 3, 1), "offset", "lean"),
+    ((17, 5, 2, 75, 262), (1, 3, 2, 4, 0), "contiguous", "gather"),
+    ((4617, 17, 3, 118), (2, 0, 3, 1), "offset", "gather"),
+])
+@pytest.mark.parametrize("by_name", [False, True])
+def test_moved_element_tile_picks_write_every_element(shape, dims, view, kernel, by_name):
+    """4-byte transposes the H200 moves off the tile kernel's one-element accesses
+    (element_tiles_give_way), by the device's own pick and by the name of the kernel an H200 runs
+    them in."""
+    for dtype in (torch.float32, torch.int32):
+        x = view_of(view, shape, dtype, "cuda")
+        ref = reference(x, dims)
+        assert_bits_equal(run_poisoned(permute_by(kernel if by_name else None, dims), x, ref.shape), ref)
+
+
 @pytest.mark.parametrize("shape, dims, route", [
     ((64, 32), (1, 0), "transpose"),
     ((4, 6, 64), (1, 0, 2), "copy"),

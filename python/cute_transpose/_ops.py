@@ -197,7 +197,9 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     256-2047 bytes from input rows of 2048 or more, 1-byte ones into output rows of 2048 bytes
     or more from input rows of 256 or more), and 8-byte transposes that the table gives padded
     in lean, else split, into rows of 256-2047 bytes on both sides, or in the tile kernel from
-    broadcast inputs into rows of 2048 bytes or more on both sides). A CUDA
+    broadcast inputs into rows of 2048 bytes or more on both sides, and 4-byte transposes that
+    the table gives the tile kernel one element per access in lean where gather's reads would
+    be scattered, else in gather). A CUDA
     tensor's own device is described, whatever ``gpu`` says.
     ``kernel=`` names one of KERNELS to describe instead of the chooser's pick (an error if it
     cannot run the permute); ``offered`` then says whether the chooser would consider it for
