@@ -1187,7 +1187,7 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.padded_bytes_lean = true;
     d.realign_gives_way = true;
     d.padded_gives_way = true;
-    d.element_tile_lean = true;
+    d.element_tiles_give_way = true;
   }
   return d;
 }
@@ -1711,8 +1711,8 @@ std::optional<Choice> split_takes_scattered_gather(Plan const& plan, Choice cons
 // its own tile shape though its tiles there are under half full (the table ranks lean first for
 // the class; the fill check passes it over); where they lie nearer (the input's rows are the
 // output's second dim, or next to it), gather's window of output rows shares their sectors and
-// gather ran fastest. On a GPU whose rule it is (Device::element_tile_lean), those kernels take
-// them (lean where it can run: three batch dims or fewer). Measured on an H200
+// gather ran fastest. On a GPU whose rule it is (Device::element_tiles_give_way), those kernels
+// take them (lean where it can run: three batch dims or fewer). Measured on an H200
 // (docs/PERFORMANCE.md, "4-byte tile picks one element per access"; the pick and the others
 // forced by name, bit-checked, the better of two rounds beside clone):
 // - design (seed 319, 19 float32 and int32 such picks, 2^19-2^23 elements, 10-23 us of copy):
@@ -1720,7 +1720,7 @@ std::optional<Choice> split_takes_scattered_gather(Plan const& plan, Choice cons
 //   lean 1.22-1.82 x gather over the 7 whose reads are scattered, gather 1.23-1.45 x lean over
 //   the 9 at reach 180 or less (and 0.96 x at 289); ATen's copy 1.41 x tile, split 0.88 x.
 std::optional<Choice> element_tiles_give_way(Plan const& plan, Choice const& pick, Device const& device) {
-  if (!device.element_tile_lean || pick.kernel != Kernel::Tile || plan.element_size != 4 || pick.width != 4)
+  if (!device.element_tiles_give_way || pick.kernel != Kernel::Tile || plan.element_size != 4 || pick.width != 4)
     return std::nullopt;
   if (!reads_scattered(plan, kScatteredGatherReach)) return force(plan, Kernel::Gather, device, nullptr);
   auto lean = force(plan, Kernel::Lean, device, nullptr);

@@ -146,7 +146,7 @@ struct Device {
   // Transposes of 4-byte elements that the table gives the tile kernel one element per access
   // (4-byte vectors) run lean where gather's reads would be scattered, else gather
   // (element_tiles_give_way, choose.cpp).
-  bool element_tile_lean = false;
+  bool element_tiles_give_way = false;
 };
 
 // `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as

@@ -53,6 +53,12 @@ def permute_by(kernel, dims):
     return lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), kernel)
 
 
+def assert_permute_by_writes_every_element(kernel, x, dims):
+    """permute_by(kernel, dims) on x, into a poisoned output, equals torch's permute bit for bit."""
+    ref = reference(x, dims)
+    assert_bits_equal(run_poisoned(permute_by(kernel, dims), x, ref.shape), ref)
+
+
 # (shape, dims, view, the kernels that must be able to run it). Each kernel also runs every
 # other case it accepts; the listed ones prove it is reached at all. (The tile kernels refuse
 # tiles less than a quarter full, such as a 48 x 72 uint8 matrix in 128 x 128 tiles.)
@@ -762,8 +768,7 @@ def test_moved_scattered_gather_picks_write_every_element(shape, dims, dtypes, b
     by the device's own pick and by the split kernel's name."""
     for dtype in dtypes:
         x = view_of("contiguous", shape, dtype, "cuda")
-        ref = reference(x, dims)
-        assert_bits_equal(run_poisoned(permute_by("split" if by_name else None, dims), x, ref.shape), ref)
+        assert_permute_by_writes_every_element("split" if by_name else None, x, dims)
 
 
 # ... and run ATen's copy, rather than gather, for row copies of 4-byte elements in runs of one
@@ -869,8 +874,7 @@ def test_short_split_rows_write_every_element(dtype, a, b, n, kernel):
     where the split tiles would be under 80% full), and by name."""
     x = random_tensor((a, b, n), dtype, "cuda").transpose(1, 2)
     dims = (1, 2, 0)
-    ref = reference(x, dims)
-    assert_bits_equal(run_poisoned(permute_by(kernel, dims), x, ref.shape), ref)
+    assert_permute_by_writes_every_element(kernel, x, dims)
 
 
 # ... and of that family, 16-byte elements over four or more dims (after merging) run ATen's
@@ -921,8 +925,7 @@ def test_padded_bytes_in_lean_write_every_element(dtype, shape, dims, view, kern
     """1-byte transposes the H200 runs in lean's square tiles (lean_takes_padded_bytes), by the
     device's own pick and by name."""
     x = view_of(view, shape, dtype, "cuda")
-    ref = reference(x, dims)
-    assert_bits_equal(run_poisoned(permute_by(kernel, dims), x, ref.shape), ref)
+    assert_permute_by_writes_every_element(kernel, x, dims)
 
 
 # On an H200 the realign kernel's 8-byte transposes run the tile kernel in 8-byte vectors; its
@@ -978,8 +981,7 @@ def test_moved_realign_picks_write_every_element(shape, dims, view, dtypes, by_n
     for dtype in dtypes:
         x = view_of(view, shape, dtype, "cuda")
         kernel = ("tile" if x.element_size() == 8 else "padded") if by_name else None
-        ref = reference(x, dims)
-        assert_bits_equal(run_poisoned(permute_by(kernel, dims), x, ref.shape), ref)
+        assert_permute_by_writes_every_element(kernel, x, dims)
 
 
 # On an H200 the padded kernel's 8-byte transposes into rows of 256-2047 bytes on both sides run
@@ -1021,8 +1023,7 @@ def test_moved_padded_picks_write_every_element(shape, dims, view, dtypes, kerne
     the name of the kernel an H200 runs them in."""
     for dtype in dtypes:
         x = view_of(view, shape, dtype, "cuda")
-        ref = reference(x, dims)
-        assert_bits_equal(run_poisoned(permute_by(kernel if by_name else None, dims), x, ref.shape), ref)
+        assert_permute_by_writes_every_element(kernel if by_name else None, x, dims)
 
 
 # On an H200 the tile kernel's 4-byte transposes one element per access (4-byte vectors: output
@@ -1062,8 +1063,7 @@ def test_moved_element_tile_picks_write_every_element(shape, dims, view, kernel,
     them in."""
     for dtype in (torch.float32, torch.int32):
         x = view_of(view, shape, dtype, "cuda")
-        ref = reference(x, dims)
-        assert_bits_equal(run_poisoned(permute_by(kernel if by_name else None, dims), x, ref.shape), ref)
+        assert_permute_by_writes_every_element(kernel if by_name else None, x, dims)
 
 
 @pytest.mark.parametrize("shape, dims, route", [

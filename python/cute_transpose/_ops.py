@@ -185,8 +185,9 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     interleave where it moves them one element at a time into output rows of 2048 bytes or
     more, 1-byte planes that interleave would pack skipping gaps in gather, and transposes
     that the table gives gather, where gather would load a sector for every element into an
-    output of 16 MiB or more (6 MiB or more for 1- and 2-byte elements), and those 1-byte packs at any size where gather would, in
-    split, and row copies of 4-byte elements in runs of one to three that gather would take,
+    output of 16 MiB or more (6 MiB or more for 1- and 2-byte elements), and those 1-byte
+    packs at any size where gather would, in split, and row copies of 4-byte elements in
+    runs of one to three that gather would take,
     where the data beside each run comes back 8192 or more elements later, in ATen's
     copy, and has rows and gather read row copies in runs under 256 bytes whose next run lies
     1 MiB or more further on in the output with neighbouring runs together, runs split picks
