@@ -1164,6 +1164,8 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //   - Transposes of 4-byte elements that the table gives the tile kernel one element per access,
 //     in lean where gather's reads would be scattered (where lean can run them), else in gather
 //     (element_tiles_give_way has the measurements).
+//   - Transposes of elements of up to 4 bytes that the table gives ATen's copy, where gather's
+//     lanes share sectors, in gather (gather_takes_shared_sectors has the measurements).
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
   if (name.find("H200") != std::string::npos) {
@@ -1188,6 +1190,7 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.realign_gives_way = true;
     d.padded_gives_way = true;
     d.element_tiles_give_way = true;
+    d.shared_sector_gather = true;
   }
   return d;
 }
@@ -1728,6 +1731,62 @@ std::optional<Choice> element_tiles_give_way(Plan const& plan, Choice const& pic
   return lean;
 }
 
+// gather's threads each load V = 16 / E consecutive output elements, so one load instruction of
+// a warp reads the elements V apart in the output, one per lane; ATen's copy reads 32 consecutive
+// ones. Where lanes of gather's loads share 32-byte sectors, a warp's load is served by fewer
+// sector reads than it has lanes, and gather's 16-byte stores and division-free steps set it
+// ahead of ATen's copy, which divides every element's index through every dim and stores one
+// element per access; where every lane reads a sector of its own, either may win. The share of
+// distinct sectors per lane in gather's first load at two points of the output (its start and
+// its middle), from the input offsets of the elements there (relative to the input's start):
+double gather_sectors_per_lane(Plan const& plan) {
+  constexpr int kLanes = 32;
+  int64_t const v = 16 / plan.element_size, total = plan.numel(), span = kLanes * v;
+  if (total < span) return 1.0;
+  int distinct = 0, lanes = 0;
+  for (int64_t const start : {int64_t(0), total / 2 / span * span}) {
+    // The coordinates of `start` in the output's order (dims[rank - 1] innermost), then each
+    // next lane V elements on, carried outward like an odometer.
+    int64_t coord[kMaxDims] = {}, rest = start, sector[kLanes];
+    for (int d = plan.rank - 1; d >= 0; --d) coord[d] = rest % plan.dims[d].size, rest /= plan.dims[d].size;
+    for (int lane = 0; lane < kLanes; ++lane) {
+      int64_t offset = 0;
+      for (int d = 0; d < plan.rank; ++d) offset += coord[d] * plan.dims[d].in;
+      sector[lane] = offset * plan.element_size / kSectorBytes;
+      coord[plan.rank - 1] += v;
+      for (int d = plan.rank - 1; d > 0 && coord[d] >= plan.dims[d].size; --d)
+        coord[d - 1] += coord[d] / plan.dims[d].size, coord[d] %= plan.dims[d].size;
+    }
+    std::sort(sector, sector + kLanes);
+    distinct += int(std::unique(sector, sector + kLanes) - sector);
+    lanes += kLanes;
+  }
+  return double(distinct) / lanes;
+}
+
+// On a GPU whose rule it is (Device::shared_sector_gather), transposes of elements of up to 4
+// bytes that the table gives ATen's copy run gather where its lanes share sectors: under
+// kGatherSectorsPerLane distinct sectors per lane. Measured on an H200 (docs/PERFORMANCE.md,
+// "ATen's copy picks whose gather lanes share sectors"; the pick and the others forced by name,
+// bit-checked, the better of two rounds beside clone), on random permutes of ranks 3-6 that the
+// table gives ATen's copy, contiguous or offset by 1-3 along one dim:
+// - design (seed 401, 130 shapes of 4-128 MiB, uint8, bfloat16, float32, float64, where split,
+//   lean or box can run): gather fastest of all kernels on 78, 1.12 x ATen's copy over all 130
+//   but 24 more than 5% slower. Over the 114 of up to 4 bytes, the 45 under 0.9 sectors per lane
+//   1.41 x (0.79-3.4 x), one more than 5% slower; the other 69 0.99 x, 23 slower;
+// - the H200's tuning runs and three sweep runs (the table's ATen's copy picks of up to 4 bytes
+//   with both timed, 148 shapes of 1-1000 MiB, read after the rule was drawn): the 38 under 0.9
+//   sectors per lane 1.43 x, 3 more than 5% slower (float32 (2, 2854, 52, 16) permuted
+//   (1, 3, 0, 2), 0.82 x; 1- and 2-MiB uint8 shapes, 0.85 x and 0.93 x); the other 110 0.94 x.
+constexpr double kGatherSectorsPerLane = 0.9;
+
+std::optional<Choice> gather_takes_shared_sectors(Plan const& plan, Choice const& c, Device const& device) {
+  if (!device.shared_sector_gather || c.kernel != Kernel::Aten || plan.copy_route() || plan.element_size > 4 ||
+      gather_sectors_per_lane(plan) >= kGatherSectorsPerLane)
+    return std::nullopt;
+  return force(plan, Kernel::Gather, device, nullptr);
+}
+
 // Row copies of 4-byte elements in runs under 16 bytes (one to three elements, class
 // c.e4.o0): gather loads each element on its own with lanes on 16-byte vectors, so each of its
 // load instructions touches a run, and a sector, per lane; ATen's copy has its lanes on
@@ -2122,6 +2181,10 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
           return *aten;
         return *gather;
       }
+      if (auto gather = instead(gather_takes_shared_sectors(plan, *c, device),
+                                "elements of up to 4 bytes whose neighbours V apart in the output share sectors in the "
+                                "input (under 0.9 per lane of gather's loads), on a GPU whose rule runs these in gather: run gather"))
+        return *gather;
       return *c;
     }
     if (explain) skipped += std::string(skipped.empty() ? "" : ", ") + kernel_name(k) + " (" + why + ")";

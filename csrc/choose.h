@@ -147,6 +147,9 @@ struct Device {
   // (4-byte vectors) run lean where gather's reads would be scattered, else gather
   // (element_tiles_give_way, choose.cpp).
   bool element_tiles_give_way = false;
+  // Transposes of elements of up to 4 bytes that the table gives ATen's copy run gather where
+  // the lanes of its loads share 32-byte sectors (gather_takes_shared_sectors, choose.cpp).
+  bool shared_sector_gather = false;
 };
 
 // `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as

@@ -1066,6 +1066,40 @@ def test_moved_element_tile_picks_write_every_element(shape, dims, view, kernel,
         assert_permute_by_writes_every_element(kernel if by_name else None, x, dims)
 
 
+# On an H200 the table's ATen's copy picks of elements up to 4 bytes run gather where the lanes
+# of gather's loads share 32-byte sectors: fewer than 0.9 distinct sectors per lane in its first
+# load, at the output's start and middle (choose.cpp, gather_takes_shared_sectors). Lanes a
+# sector each, and 8-byte elements, keep ATen's copy.
+@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
+    ((2, 300001, 2), (2, 1, 0), torch.float32, None, "gather"),  # 2 x 2 pixels: lanes 4 apart in a row
+    ((2, 300001, 2), (2, 1, 0), torch.int32, None, "gather"),
+    ((240, 36, 4, 24, 4), (0, 3, 1, 4, 2), torch.bfloat16, "offset", "gather"),
+    ((24, 27, 13, 85, 3, 6), (2, 4, 1, 3, 5, 0), torch.uint8, "offset", "gather"),
+    ((2, 300001, 2), (2, 1, 0), torch.float64, None, None),  # 8-byte elements
+    ((3, 200003, 2), (2, 1, 0), torch.int16, None, None),  # a sector a lane
+    ((2, 2, 104, 78, 27, 4), (2, 5, 0, 3, 1, 4), torch.float32, None, None),
+])
+def test_explain_on_an_h200_moves_aten_picks_whose_gather_lanes_share_sectors(shape, dims, dtype, view, on_h200):
+    x = meta_view(shape, dtype, view)
+    h200 = check_h200_moves(x, dims, on_h200, "share sectors in the input")
+    assert h200["kernel"] == (on_h200 or "aten"), h200
+
+
+@needs_cuda
+@pytest.mark.parametrize("shape, dims, dtype, view", [
+    ((2, 300001, 2), (2, 1, 0), torch.float32, "contiguous"),
+    ((2, 300001, 2), (2, 1, 0), torch.int32, "offset"),
+    ((240, 36, 4, 24, 4), (0, 3, 1, 4, 2), torch.bfloat16, "offset"),
+    ((24, 27, 13, 85, 3, 6), (2, 4, 1, 3, 5, 0), torch.uint8, "offset"),
+])
+@pytest.mark.parametrize("by_name", [False, True])
+def test_moved_aten_picks_whose_gather_lanes_share_sectors_write_every_element(shape, dims, dtype, view, by_name):
+    """Transposes the H200 moves off ATen's copy where gather's lanes share sectors
+    (gather_takes_shared_sectors), by the device's own pick and by the name gather."""
+    x = view_of(view, shape, dtype, "cuda")
+    assert_permute_by_writes_every_element("gather" if by_name else None, x, dims)
+
+
 @pytest.mark.parametrize("shape, dims, route", [
     ((64, 32), (1, 0), "transpose"),
     ((4, 6, 64), (1, 0, 2), "copy"),

@@ -200,8 +200,9 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     in lean, else split, into rows of 256-2047 bytes on both sides, or in the tile kernel from
     broadcast inputs into rows of 2048 bytes or more on both sides, and 4-byte transposes that
     the table gives the tile kernel one element per access in lean where gather's reads would
-    be scattered, else in gather). A CUDA
-    tensor's own device is described, whatever ``gpu`` says.
+    be scattered, else in gather, and transposes of elements up to 4 bytes that the table gives
+    ATen's copy in gather where the lanes of its loads share 32-byte sectors). A CUDA tensor's
+    own device is described, whatever ``gpu`` says.
     ``kernel=`` names one of KERNELS to describe instead of the chooser's pick (an error if it
     cannot run the permute); ``offered`` then says whether the chooser would consider it for
     this permute at all (it does not offer some kernels on shapes where they run but lose, and
