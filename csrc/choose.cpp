@@ -2185,9 +2185,13 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
           return *aten;
         return *gather;
       }
-      if (auto gather = instead(gather_takes_shared_sectors(plan, *c, device),
-                                "elements of up to 4 bytes whose neighbours V apart in the output share sectors in the "
-                                "input (under 0.9 per lane of gather's loads), on a GPU whose rule runs these in gather: run gather"))
+      static std::string const shared_sectors = [] {
+        std::ostringstream why;
+        why << "elements of up to 4 bytes whose neighbours V apart in the output share sectors in the input (under "
+            << kGatherSectorsPerLane << " per lane of gather's loads), on a GPU whose rule runs these in gather: run gather";
+        return why.str();
+      }();
+      if (auto gather = instead(gather_takes_shared_sectors(plan, *c, device), shared_sectors.c_str()))
         return *gather;
       return *c;
     }
