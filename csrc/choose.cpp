@@ -47,10 +47,10 @@ bool tile_fits(Problem const& p, int W) {
   return V == 1 || (side_fits(p, W, true) && side_fits(p, W, false));
 }
 
-// Lean (cuda/lean_transpose.cu): a transpose (m unit-stride in the output) of up to three batch
-// dims, each grid dim within CUDA's limits and every offset in 32 bits.
-bool lean_fits(Problem const& p, TileShape shape, std::string* why) {
-  TileDims const t = lean_tile(p.element_size, shape);
+// Lean (cuda/lean_transpose.cu) and Words (cuda/words.cu), one tile per block
+// (cuda/small_grid.cuh): a transpose (m unit-stride in the output) of up to three batch dims,
+// each grid dim within CUDA's limits and every offset in 32 bits.
+bool small_grid_fits(Problem const& p, TileDims t, std::string* why) {
   if (p.out_row_stride != 1 && p.rows > 1) return *why = "m is not unit-stride in the output", false;
   if (p.batch.rank > 3) return *why = "more than 3 batch dims", false;
   if (p.batch.count > kMaxGridYZ || (p.rows + t.bm - 1) / t.bm > kMaxGridYZ)
@@ -821,6 +821,41 @@ TileShape lean_shape(Problem const& p, int64_t elements) {
   return best;
 }
 
+// Transposes of 1- and 2-byte elements, beyond small work, that the chooser would move one
+// element per access on both sides through shared memory -- the padded seed kernel, the lean
+// kernel or the tile kernel so -- or in the realign kernel, over rows off the 16-byte grid, run
+// the words kernel: one element per global access too, but all of a whole tile's loads in flight
+// at once and 4-byte words in shared memory. Where its tiles are at least half full, the input's
+// rows unit-stride, and the tensor under kWordsBytes (2-byte elements: kWordsHalfBytes, from
+// where the realign kernel's aligned 16-byte vectors ran ahead). Small work keeps its own pick:
+// under 2^20 elements words ran behind the lean kernel and ATen's copy. Measured on an H200
+// (docs/PERFORMANCE.md, "Words: 1- and 2-byte elements off the grid"; the pick and the kernel it
+// replaced forced by name, bit-checked, the better of two rounds beside clone): on 85 such
+// transposes of 0.5-250 MB (2-D matrices with odd sides, random permutes of ranks 3-5 from four
+// sweep seeds, 70 uint8 and 15 bfloat16), words ran 1.175 x as fast as the pick under 64 MiB
+// (68 shapes, 0.74-1.88 x, 5 more than 5% slower), 0.976 x from there on (17, 9 slower).
+constexpr int64_t kWordsBytes = int64_t(1) << 26, kWordsHalfBytes = int64_t(1) << 25;
+
+constexpr char kWordsReason[] =
+    "1- or 2-byte elements that would move one element per access through shared memory, the words kernel's "
+    "tiles at least half full: run words";
+
+std::optional<Choice> words_takes_elements(Plan const& plan, Choice const& pick, Device const& device) {
+  if (plan.copy_route() || !pick.problem) return std::nullopt;
+  int const E = pick.problem->element_size;
+  bool const elementwise = pick.kernel == Kernel::Padded || pick.kernel == Kernel::Realign ||
+                           (pick.kernel == Kernel::Lean && pick.width == E && pick.out_width == E) ||
+                           (pick.kernel == Kernel::Tile && pick.width == E);
+  if (!elementwise) return std::nullopt;
+  auto words = force(plan, Kernel::Words, device, nullptr);
+  if (!words) return std::nullopt;
+  Problem const& p = *words->problem;
+  if (p.col_stride != 1 || tile_fill(p.rows, p.cols, words_tile(p.element_size, words->shape)) < kLeanFill) return std::nullopt;
+  if (p.batch.count * p.rows * p.cols * p.element_size >= (p.element_size == 2 ? kWordsHalfBytes : kWordsBytes))
+    return std::nullopt;
+  return words;
+}
+
 // Where the input's rows lie off the 16-byte grid and the output's rows are whole vectors, the
 // lean kernel loads one element at a time and stores 16-byte vectors. On a GPU whose rule it is
 // (Device::lean_element_loads), it takes such transposes of 8-byte elements (rows unit-stride,
@@ -1196,7 +1231,7 @@ Device device_rules(int arch, bool tma, std::string const& name) {
 }
 
 std::vector<std::string> const& candidate_names() {
-  static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather", "lean", "padded", "aten"};
+  static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather", "lean", "words", "padded", "aten"};
   return names;
 }
 
@@ -1213,6 +1248,7 @@ char const* kernel_name(Kernel k) {
     case Kernel::Realign: return "realign";
     case Kernel::Gather: return "gather";
     case Kernel::Lean: return "lean";
+    case Kernel::Words: return "words";
     case Kernel::NaiveCoalescedRead: return "naive_coalesced_read";
     case Kernel::NaiveCoalescedWrite: return "naive_coalesced_write";
     case Kernel::BankConflictRead: return "bank_conflict_read";
@@ -1308,6 +1344,12 @@ std::string Choice::config() const {
       o << t.bm << "x" << t.bn << (shape == TileShape::Square ? "" : std::string(" ") + tile_shape_name(shape))
         << " tile, " << t.threads << " threads, one tile per block, " << width << "-byte loads, " << out_width
         << "-byte stores" << (problem->m_first ? ", m-tiles first" : "");
+      break;
+    }
+    case Kernel::Words: {
+      TileDims const t = words_tile(problem->element_size, shape);
+      o << t.bm << "x" << t.bn << (shape == TileShape::Square ? "" : std::string(" ") + tile_shape_name(shape))
+        << " tile, " << t.threads << " threads, one element per global access, 4-byte words in shared memory";
       break;
     }
     case Kernel::Aten: o << "torch's own strided copy"; break;
@@ -1424,10 +1466,21 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       c.shape = shape ? *shape : lean_shape(p, plan.elements);
       if (!contains(kLeanShapes, c.shape))
         return *why = std::string("the lean kernel has no ") + tile_shape_name(c.shape) + " tile", std::nullopt;
-      if (!lean_fits(p, c.shape, why)) return std::nullopt;
+      if (!small_grid_fits(p, lean_tile(p.element_size, c.shape), why)) return std::nullopt;
       c.width = lean_width(p, true);
       c.out_width = lean_width(p, false);
       c.problem->m_first = long_side_first(p, lean_tile(p.element_size, c.shape), device);
+      return c;
+    case Kernel::Words:
+      if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
+      if (p.element_size > 2) return *why = "elements of 4 bytes or more fill whole words already", std::nullopt;
+      // Narrow tiles (128 x 32): on an H200 they ran 1.19-1.34 x as fast as square ones (128 x 64)
+      // on 2-D and random transposes under 16 MB, 1.08-1.13 x on larger ones (docs/PERFORMANCE.md,
+      // "Words: 1- and 2-byte elements off the grid"). Square ones run by name.
+      c.shape = shape.value_or(TileShape::Narrow);
+      if (!contains(kWordsShapes, c.shape))
+        return *why = std::string("the words kernel has no ") + tile_shape_name(c.shape) + " tile", std::nullopt;
+      if (!small_grid_fits(p, words_tile(p.element_size, c.shape), why)) return std::nullopt;
       return c;
     default:  // the seed ladder takes any strides
       if (!plan.copy_route()) c.problem->m_first = walk_m_first(p, seed_tile(p.element_size));
@@ -2200,22 +2253,9 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
   return Choice{};  // unreachable: every ranking ends with Aten, which runs anything
 }
 
-Choice choose(Plan const& plan, Device const& device, bool explain) {
-  if (small_work(plan)) {  // before classify(): the host time is what small work sees
-    std::optional<Choice> c = small_rows(plan, device);
-    if (!c) c = small_transpose(plan, device);
-    if (!c) c = force(plan, Kernel::Aten, device, nullptr);
-    if (explain) {
-      c->key = class_key(plan);
-      c->reason = "small work: " + std::to_string(plan.elements) + " elements, under 2^20, " +
-                  (c->kernel == Kernel::Rows   ? "rows in vectors wider than the element: run rows"
-                   : c->kernel == Kernel::Lean ? (c->width == 16 ? "a transpose loaded in 16-byte vectors, lean tiles at least half full: run lean"
-                                                                 : "a transpose of 2^17 elements or more loaded an element of 2 bytes or more at a time, lean tiles at least half full: run lean")
-                                               : "run ATen's copy");
-    }
-    return *c;
-  }
-  Choice c = table_choice(plan, device, explain);
+// The table's pick, moved by the rules of a GPU model (device_rules) and of where it does not
+// fill its tiles.
+Choice moved_pick(Plan const& plan, Choice c, Device const& device, bool explain) {
   // `other` in place of the table's pick, under its class key; why() (said only with explain)
   // follows the pick's reason.
   auto const instead = [&](Choice other, auto const& why) {
@@ -2264,6 +2304,29 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
       c.reason += "; runs under " + std::to_string(kTogetherRunBytes) + " bytes whose next run in the input lies " +
                   std::to_string(kTogetherReach >> 20) + " MiB or more further on in the output, on a GPU whose rule "
                   "reads them together: blocks in the neighbours-together order";
+  }
+  return c;
+}
+
+Choice choose(Plan const& plan, Device const& device, bool explain) {
+  if (small_work(plan)) {  // before classify(): the host time is what small work sees
+    std::optional<Choice> c = small_rows(plan, device);
+    if (!c) c = small_transpose(plan, device);
+    if (!c) c = force(plan, Kernel::Aten, device, nullptr);
+    if (explain) {
+      c->key = class_key(plan);
+      c->reason = "small work: " + std::to_string(plan.elements) + " elements, under 2^20, " +
+                  (c->kernel == Kernel::Rows   ? "rows in vectors wider than the element: run rows"
+                   : c->kernel == Kernel::Lean ? (c->width == 16 ? "a transpose loaded in 16-byte vectors, lean tiles at least half full: run lean"
+                                                                 : "a transpose of 2^17 elements or more loaded an element of 2 bytes or more at a time, lean tiles at least half full: run lean")
+                                               : "run ATen's copy");
+    }
+    return *c;
+  }
+  Choice c = moved_pick(plan, table_choice(plan, device, explain), device, explain);
+  if (auto words = words_takes_elements(plan, c, device)) {
+    if (explain) words->key = c.key, words->reason = c.reason + "; " + kWordsReason;
+    return *words;
   }
   return c;
 }

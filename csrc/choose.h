@@ -30,6 +30,7 @@ enum class Kernel {
   Realign,     // the tile transpose of rows off the 16-byte grid in aligned 16-byte vectors (cuda/realign.cu)
   Gather,      // any permute in output order: vector stores, each element loaded on its own (cuda/gather.cu)
   Lean,        // a short chain per thread: small work, and where the table ranks it (cuda/lean_transpose.cu)
+  Words,       // 1- and 2-byte elements off the grid, packed into 4-byte words in shared memory (cuda/words.cu)
   // The seed ladder, only when asked for by name.
   NaiveCoalescedRead,
   NaiveCoalescedWrite,

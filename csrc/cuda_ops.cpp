@@ -49,6 +49,7 @@ void execute(Choice const& c, at::Tensor const& x, at::IntArrayRef perm, at::Ten
     case Kernel::Realign: C10_CUDA_CHECK(launch_realign(*c.problem, stream)); return;
     case Kernel::Gather: C10_CUDA_CHECK(launch_gather(*c.problem, c.width, c.together, stream)); return;
     case Kernel::Lean: C10_CUDA_CHECK(launch_lean(*c.problem, c.width, c.out_width, c.shape, stream)); return;
+    case Kernel::Words: C10_CUDA_CHECK(launch_words(*c.problem, c.shape, stream)); return;
     case Kernel::SeedCopy: C10_CUDA_CHECK(launch_copy(*c.problem, stream)); return;
 #define CUTE_TRANSPOSE_SEED_CASE(name, kernel) \
   case Kernel::kernel: C10_CUDA_CHECK(launch_##name(*c.problem, stream)); return;
@@ -115,7 +116,8 @@ using CudaOps = PlanOps<RunCuda>;
 // also where the chooser would not offer it), or a clear error when it cannot. "tile/<shape>"
 // names the Tile kernel in one tile shape (square, tall, wide, narrow, short, large, column, small),
 // "split/<shape>" the Split kernel in one of the first five, "lean/<shape>" the Lean kernel in
-// one of its own (square, tall, wide, large), "rows/together" and "gather/together" those
+// one of its own (square, tall, wide, large), "words/<shape>" the Words kernel in one of its two
+// (square, narrow), "rows/together" and "gather/together" those
 // kernels with their blocks in the neighbours-together order.
 at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::string_view name) {
   auto const perm = checked_permutation(x, dims, "_permute_with");
@@ -123,13 +125,15 @@ at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::str
   auto const slash = full.find('/');
   auto const kernel = kernel_from_name(full.substr(0, slash));
   auto const shape = slash == std::string::npos ? std::nullopt : tile_shape_from_name(full.substr(slash + 1));
-  bool const takes_shape = kernel == Kernel::Tile || kernel == Kernel::Lean || kernel == Kernel::Split;
+  bool const takes_shape =
+      kernel == Kernel::Tile || kernel == Kernel::Lean || kernel == Kernel::Split || kernel == Kernel::Words;
   bool const together = slash != std::string::npos && full.substr(slash + 1) == "together" &&
                         (kernel == Kernel::Rows || kernel == Kernel::Gather);
   TORCH_CHECK(kernel && is_candidate(*kernel) && (slash == std::string::npos || (takes_shape && shape) || together),
               "cute_transpose._permute_with: unknown kernel '", name, "'; the candidates are ",
               c10::Join(", ", candidate_names()), ", tile/<square|tall|wide|narrow|short|large|column|small>, ",
-              "split/<square|tall|wide|narrow|short>, lean/<square|tall|wide|large>, rows/together and gather/together");
+              "split/<square|tall|wide|narrow|short>, lean/<square|tall|wide|large>, words/<square|narrow>, rows/together and ",
+              "gather/together");
   at::Tensor out = new_result(x, perm);
   if (out.numel() == 0) return out;
   c10::cuda::CUDAGuard guard(out.device());

@@ -118,6 +118,14 @@ constexpr TileDims lean_tile(int element_size, TileShape shape = TileShape::Squa
 }
 constexpr TileShape kLeanShapes[] = {TileShape::Square, TileShape::Tall, TileShape::Wide, TileShape::Large};
 
+// The Words kernel's tile (cuda/words.cu), for 1- and 2-byte elements: 128 bytes of each output
+// row (BM = 128 / E elements, 32 four-byte words) by BN input columns, 256 threads; BN = 64
+// (Square) or 32 (Narrow).
+constexpr TileDims words_tile(int element_size, TileShape shape = TileShape::Square) {
+  return {128 / element_size, shape == TileShape::Narrow ? 32 : 64, 256};
+}
+constexpr TileShape kWordsShapes[] = {TileShape::Square, TileShape::Narrow};
+
 // The Realign kernel's tile (cuda/realign.cu): 128 elements of each output row by 256 bytes of
 // each input row, 256 threads, for elements of 1-8 bytes.
 constexpr TileDims realign_tile(int element_size) { return {128, 256 / element_size, 256}; }

@@ -410,7 +410,7 @@ def test_only_aten_runs_on_the_cpu():
 
 def test_kernel_names_are_the_candidates():
     assert set(KERNELS) == {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather",
-                            "lean", "padded", "aten"}
+                            "lean", "words", "padded", "aten"}
     assert set(cute_transpose.VARIANTS) == {"naive_coalesced_read", "naive_coalesced_write", "bank_conflict_read",
                                             "bank_conflict_write", "padded", "swizzled", "tma",
                                             "pipelined"}
@@ -456,10 +456,17 @@ def h100_and_h200(x, dims):
     return cute_transpose.explain(x, dims)["cuda"], cute_transpose.explain(x, dims, gpu="NVIDIA H200")["cuda"]
 
 
-def check_h200_moves(x, dims, on_h200, why, on_h100="aten"):
+def check_h200_moves(x, dims, on_h200, why, on_h100="aten", then=None):
     """x.permute(dims) runs `on_h100` on an H100 and `on_h200` on an H200, for a reason that
-    says `why`; where on_h200 is None, the H200 keeps the H100's pick. The H200's choice."""
+    says `why`; where on_h200 is None, the H200 keeps the H100's pick. The H200's choice.
+    then="words": on both GPUs the words kernel then takes that pick (words_takes_elements),
+    and says so after the pick's own reason."""
     h100, h200 = h100_and_h200(x, dims)
+    if then is not None:
+        assert h100["kernel"] == h200["kernel"] == then, (h100, h200)
+        assert all(f"run {then}" in info["reason"] for info in (h100, h200)), (h100, h200)
+        assert on_h200 is None or why in h200["reason"], h200
+        return h200
     moved = why in h200["reason"]
     if on_h200 is None:
         assert h200["kernel"] == h100["kernel"] and not moved, (h100, h200)
@@ -895,21 +902,27 @@ def test_explain_on_an_h200_runs_short_split_rows_over_four_dims_in_aten(shape, 
 
 
 # On an H200 the padded kernel's 1-byte transposes run lean where lean is offered in its square
-# tile (choose.cpp, lean_takes_padded_bytes): work under 2^22 elements, not broadcast.
-@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
-    ((157, 29, 3, 191), (0, 3, 1, 2), torch.uint8, None, "lean"),  # the held-out sweep's
-    ((1000, 3001), (1, 0), torch.uint8, None, "lean"),  # the matrix table's
-    ((1000, 3001), (1, 0), torch.bool, "offset", "lean"),
-    ((686, 1842), (1, 0), torch.uint8, "step", "lean"),
-    ((81, 49184), (1, 0), torch.int8, None, "lean"),  # 16-byte loads along 49184
-    ((9018, 532), (1, 0), torch.uint8, None, None),  # 2^22 elements or more: lean's tall tiles
-    ((85, 65, 5254), (0, 2, 1), torch.int8, None, None),  # 2^24.7 elements, though lean would run its square tile
-    ((4, 692, 395), (0, 2, 1), torch.uint8, "expand", None),  # broadcast
+# tile (choose.cpp, lean_takes_padded_bytes): work under 2^22 elements, not broadcast. Where
+# lean's loads and stores are both one element (rows unit-stride), the words kernel then takes
+# them, on both GPUs, as it takes the padded kernel's (words_takes_elements).
+@pytest.mark.parametrize("shape, dims, dtype, view, on_h200, then", [
+    ((157, 29, 3, 191), (0, 3, 1, 2), torch.uint8, None, "lean", "words"),  # the held-out sweep's
+    ((1000, 3001), (1, 0), torch.uint8, None, "lean", "words"),  # the matrix table's
+    ((1000, 3001), (1, 0), torch.bool, "offset", "lean", "words"),
+    ((686, 1842), (1, 0), torch.uint8, "step", "lean", None),  # n strided: no words
+    ((81, 49184), (1, 0), torch.int8, None, "lean", "h100 words"),  # 16-byte loads along 49184: words on the H100 only
+    ((9018, 532), (1, 0), torch.uint8, None, None, "words"),  # 2^22 elements or more: lean's tall tiles
+    ((85, 65, 5254), (0, 2, 1), torch.int8, None, None, "words"),  # 2^24.7 elements, though lean would run its square tile
+    ((4, 692, 395), (0, 2, 1), torch.uint8, "expand", None, "words"),  # broadcast
 ])
-def test_explain_on_an_h200_runs_padded_bytes_in_lean(shape, dims, dtype, view, on_h200):
+def test_explain_on_an_h200_runs_padded_bytes_in_lean(shape, dims, dtype, view, on_h200, then):
     x = meta_view(shape, dtype, view)
-    h200 = check_h200_moves(x, dims, on_h200, "lean runs in its square tile,", on_h100="padded")
-    assert h200["kernel"] == (on_h200 or "padded"), h200
+    if then == "h100 words":  # the H100's padded pick goes to words; the H200's lean one loads vectors
+        h100, h200 = h100_and_h200(x, dims)
+        assert h100["kernel"] == "words" and h200["kernel"] == "lean" and "16-byte loads" in h200["config"], (h100, h200)
+        return
+    h200 = check_h200_moves(x, dims, on_h200, "lean runs in its square tile,", on_h100="padded", then=then)
+    assert h200["kernel"] == (then or on_h200 or "padded"), h200
 
 
 @needs_cuda
@@ -945,16 +958,19 @@ def test_padded_bytes_in_lean_write_every_element(dtype, shape, dims, view, kern
     ((691, 65239), (1, 0), torch.bfloat16, None, "padded"),  # 1382-byte output rows
     ((8485, 1790), (1, 0), torch.float32, None, None),  # output rows of 2048 bytes or more
     ((8190, 8192), (1, 0), torch.bfloat16, None, None),
+    # 1-byte elements under 64 MiB: the words kernel then takes them on both GPUs (words_takes_elements)
     ((9001, 3001), (1, 0), torch.uint8, None, "padded"),  # 1-byte elements, rows of 2048 bytes or more
     ((9001, 3001), (1, 0), torch.uint8, "expand", "padded"),  # a broadcast input
     ((116500, 410), (1, 0), torch.int8, None, "padded"),  # 410-byte input rows
     ((7439, 4309), (1, 0), torch.uint8, "offset", "padded"),
     ((105887, 165), (1, 0), torch.int8, None, None),  # input rows under 256 bytes
+    ((9001, 8001), (1, 0), torch.uint8, None, "padded"),  # 69 MiB: no words
 ])
 def test_explain_on_an_h200_moves_realign_picks(shape, dims, dtype, view, on_h200):
     x = meta_view(shape, dtype, view)
-    h200 = check_h200_moves(x, dims, on_h200, "rather than realign", on_h100="realign")
-    assert h200["kernel"] == (on_h200 or "realign"), h200
+    then = "words" if dtype.itemsize == 1 and math.prod(shape) < 2 ** 26 else None
+    h200 = check_h200_moves(x, dims, on_h200, "rather than realign", on_h100="realign", then=then)
+    assert h200["kernel"] == (then or on_h200 or "realign"), h200
     assert on_h200 != "tile" or "8-byte vectors" in h200["config"], h200
 
 
@@ -1337,6 +1353,91 @@ def test_lean_refuses_what_it_cannot_run(make, dims, why):
         torch.ops.cute_transpose._explain(make().to("meta"), list(dims), 90, "lean")
 
 
+# The words kernel (1- and 2-byte elements off the grid, 4-byte words in shared memory): whole
+# tiles (every load issued unpredicated) and edge tiles along m, n or both, batches of 0-3 dims,
+# offset, shifted, stepped and broadcast inputs. An element a thread stored outside its tile would
+# overwrite a neighbour's, or one it missed leave the poison.
+WORDS_SHAPES = ("square", "narrow")  # _permute_with(x, dims, "words/<shape>")
+WORDS_CASES = [
+    ((1000, 3001), (1, 0), "contiguous"),               # the matrix table's odd matrix: edge tiles on both sides
+    ((3001, 1000), (1, 0), "contiguous"),
+    ((256, 128), (1, 0), "contiguous"),                 # whole tiles only
+    ((3, 149, 151), (0, 2, 1), "contiguous"),           # a batch
+    ((2, 3, 5, 67, 45), (0, 2, 1, 4, 3), "contiguous"),  # three batch dims, interleaved in the output
+    ((2, 296, 73), (0, 2, 1), "shifted"),               # rows off by one from the allocation; the last ends it
+    ((7, 3, 61, 8), (1, 0, 3, 2), "offset"),            # n of 8: tiles mostly empty
+    ((2, 64, 97), (0, 2, 1), "stepped"),                # n strided
+    ((4, 130, 67), (0, 2, 1), "expand"),                # a broadcast batch dim
+]
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16], ids=dtype_id)
+@pytest.mark.parametrize("case", WORDS_CASES, ids=lambda c: f"{'x'.join(map(str, c[0]))}-{''.join(map(str, c[1]))}-{c[2]}")
+def test_words_transposes_every_element(dtype, case):
+    shape, dims, view = case
+    x = view_of(view, shape, dtype, "cuda")
+    ref = reference(x, dims)
+    for tile in WORDS_SHAPES:
+        out = run_poisoned(lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), f"words/{tile}"), x, ref.shape)
+        assert_bits_equal(out, ref)
+
+
+@pytest.mark.parametrize("make, dims, why", [
+    (lambda: torch.empty(300, 301), (1, 0), "4 bytes or more"),
+    (lambda: torch.empty(8, 64, 64, dtype=torch.uint8), (1, 0, 2), "copy route"),
+    (lambda: torch.empty(2, 3, 4, 5, 16, 16, dtype=torch.uint8)[..., :15], (1, 0, 3, 2, 5, 4), "more than 3 batch dims"),
+    (lambda: torch.empty(2, 2 ** 30, dtype=torch.uint8), (1, 0), "offsets beyond 32 bits"),
+])
+def test_words_refuses_what_it_cannot_run(make, dims, why):
+    with pytest.raises(RuntimeError, match=why):
+        torch.ops.cute_transpose._explain(make().to("meta"), list(dims), 90, "words")
+
+
+# Where words takes 1- and 2-byte transposes (choose.cpp, words_takes_elements): one element per
+# access on both sides through shared memory otherwise, beyond small work, its tiles at least
+# half full, rows unit-stride, under 64 MiB (2-byte elements: 32 MiB); in narrow tiles. The same
+# on every sm_90 GPU.
+@pytest.mark.parametrize("shape, dims, dtype, view, picks", [
+    ((1000, 3001), (1, 0), torch.uint8, "contiguous", "words 128x32 narrow"),     # was padded (H100), lean (H200)
+    ((1000, 3001), (1, 0), torch.bfloat16, "contiguous", "words 64x32 narrow"),   # was padded
+    ((1000, 3001), (1, 0), torch.float16, "contiguous", "words 64x32 narrow"),
+    ((6007, 6011), (1, 0), torch.uint8, "contiguous", "words 128x32 narrow"),     # 36 MB (was padded)
+    ((2999, 4001), (1, 0), torch.bfloat16, "contiguous", "words 64x32 narrow"),   # 24 MB
+    ((6007, 6011), (1, 0), torch.bfloat16, "contiguous", "realign"),              # 72 MB of 2-byte elements: realign
+    ((9973, 10007), (1, 0), torch.uint8, "contiguous", "!words"),                 # 95 MB: 64 MiB or more
+    ((1000, 3001), (1, 0), torch.float32, "contiguous", "padded"),                # 4-byte elements fill words
+    ((4096, 4096), (1, 0), torch.uint8, "contiguous", "!words"),                  # 16-byte vectors fit
+    ((1023, 1025), (1, 0), torch.uint8, "contiguous", "!words"),                  # small work keeps its pick
+    ((521, 751, 73), (2, 1, 0), torch.uint8, "contiguous", "words"),              # the sweep's, was padded
+    ((618, 1245, 174), (2, 1, 0), torch.uint8, "contiguous", "!words"),           # the sweep's, 128 MB: stays realign
+    ((1000, 3001), (1, 0), torch.uint8, "stepped", "!words"),                     # n strided: not words
+])
+@pytest.mark.parametrize("gpu", [None, "NVIDIA H200"])
+def test_explain_runs_words_where_elements_move_one_at_a_time(shape, dims, dtype, view, picks, gpu):
+    x = view_of(view, shape, dtype, "meta")
+    info = cute_transpose.explain(x, dims, gpu=gpu)["cuda"]
+    kernel, _, config = picks.partition(" ")
+    if kernel == "!words":
+        assert info["kernel"] != "words", info
+        return
+    assert info["kernel"] == kernel, info
+    assert config in info["config"], info
+    if kernel == "words":
+        assert "run words" in info["reason"], info
+
+
+@needs_cuda
+@pytest.mark.parametrize("shape, dims, dtype", [
+    ((1000, 3001), (1, 0), torch.uint8), ((3, 1499, 1501), (0, 2, 1), torch.bfloat16),
+    ((1023, 2049), (1, 0), torch.float16), ((127, 1637, 2, 419), (0, 3, 1, 2), torch.uint8),
+])
+def test_words_picks_write_every_element(shape, dims, dtype):
+    x = random_tensor(shape, dtype, "cuda")
+    assert cute_transpose.explain(x, dims)["kernel"] == "words"
+    assert_permute_by_writes_every_element(None, x, dims)
+
+
 GATHER_CASES = [  # (base shape, expand to, dims): the output's innermost dim short, broadcast, or both
     ((1, 1001, 3), (4, 1001, 3), (2, 1, 0)),              # innermost output dim of 4 copies
     ((2, 1, 37, 5), (2, 3, 37, 5), (3, 0, 2, 1)),         # a broadcast dim in the middle
@@ -1486,7 +1587,7 @@ def test_small_work_runs_lean_where_its_tiles_are_half_full_and_its_loads_vector
     (lambda: torch.empty(2, 1024, 1024, dtype=torch.uint8), (0, 2, 1), "lean"),            # 2^21: the table's lean
     (lambda: torch.empty(2048, 2048, dtype=torch.bfloat16), (1, 0), "tile"),               # 2^22: the table's tile
     (lambda: torch.empty(297, 11511, dtype=torch.complex128), (1, 0), "tile"),             # 16-byte elements keep tile
-    (lambda: torch.empty(1000, 3001, dtype=torch.bfloat16), (1, 0), "padded"),             # the table's pick is no tile
+    (lambda: torch.empty(1000, 3001, dtype=torch.bfloat16), (1, 0), "words"),              # the table's padded, then words
     (lambda: torch.empty(64, 40, 40, 40, dtype=torch.bfloat16), (0, 1, 3, 2), "pipelined"),  # nor here
 ])
 def test_lean_runs_what_the_table_gives_tile_in_16_byte_vectors_up_to_2_22_elements(make, dims, kernel):

@@ -44,6 +44,10 @@ cudaError_t launch_realign(Problem const& p, cudaStream_t stream);
 // (16, or the element size); `shape` one of kLeanShapes (tile_config.h).
 cudaError_t launch_lean(Problem const& p, int in_width, int out_width, TileShape shape, cudaStream_t stream);
 
+// The transpose of 1- and 2-byte elements off the grid (words.cu): one element per global access,
+// 4-byte words in shared memory, one tile per block; `shape` one of kWordsShapes (tile_config.h).
+cudaError_t launch_words(Problem const& p, TileShape shape, cudaStream_t stream);
+
 // The tile transpose with two dims on each short side (split_transpose.cu), in tiles of one of
 // the Tile kernel's first five shapes (kTileShapes).
 cudaError_t launch_split(SplitProblem const& s, int width, TileShape shape, cudaStream_t stream);

@@ -30,6 +30,7 @@
 // of WC different rows n -- fall in different banks, while each unit stays whole for the vector
 // reads of phase 2 (U >= VO).
 #include "launch.h"
+#include "small_grid.cuh"
 #include "vector_tile.cuh"
 
 namespace cute_transpose {
@@ -56,39 +57,18 @@ struct LeanTile {
       cute::Layout<cute::Shape<cute::Int<BN>, cute::Int<BM>>, cute::Stride<cute::Int<BM>, cute::_1>>{}));  // (BN,BM)
 };
 
-// The problem in 32 bits (the chooser, lean_fits, checks that it fits): the batch of up to three dims is
-// blockIdx.z.
-struct LeanArgs {
-  void const* src;
-  void* dst;
-  int rows, cols, row_stride, col_stride, out_col_stride;
-  int batch_rank;
-  int size[3], in[3], out[3];  // batch dims, outermost first
-  bool m_first;                // blockIdx.x walks the m-tiles, y the n-tiles
-};
-
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::kThreads) lean_transpose(LeanArgs const a) {
+__global__ void __launch_bounds__(Cfg::kThreads) lean_transpose(SmallGrid const a) {
   using namespace cute;
   using T = typename Cfg::T;
   constexpr int VI = Cfg::VI, VO = Cfg::VO, BM = Cfg::BM, BN = Cfg::BN;
   __shared__ alignas(16) unsigned char smem[BM * BN * sizeof(T)];
   Tensor sT = make_tensor(make_smem_ptr(reinterpret_cast<T*>(smem)), typename Cfg::Smem{});  // (BN,BM)
 
-  // The matrix: batch offsets from blockIdx.z, innermost dim first.
-  int z = blockIdx.z, in_at = 0, out_at = 0;
-  CUTE_UNROLL
-  for (int d = 2; d >= 0; --d) {
-    if (d < a.batch_rank) {
-      int const i = d == 0 ? z : z % a.size[d];
-      if (d > 0) z /= a.size[d];
-      in_at += i * a.in[d];
-      out_at += i * a.out[d];
-    }
-  }
-  int const m0 = (a.m_first ? blockIdx.x : blockIdx.y) * BM, n0 = (a.m_first ? blockIdx.y : blockIdx.x) * BN;
-  T const* src = static_cast<T const*>(a.src) + in_at + m0 * a.row_stride + n0 * a.col_stride;
-  T* dst = static_cast<T*>(a.dst) + out_at + n0 * a.out_col_stride + m0;
+  int m0, n0, in_at, out_at;
+  a.tile(BM, BN, m0, n0, in_at, out_at);
+  T const* src = static_cast<T const*>(a.src) + in_at;
+  T* dst = static_cast<T*>(a.dst) + out_at;
   int const rows = a.rows - m0, cols = a.cols - n0;  // what is left of the matrix from the tile's corner
 
   //
@@ -127,17 +107,15 @@ __global__ void __launch_bounds__(Cfg::kThreads) lean_transpose(LeanArgs const a
 }
 
 template <class T, int VI, int VO, TileShape Shape>
-cudaError_t launch_lean_config(LeanArgs const& a, int batch, cudaStream_t stream) {
+cudaError_t launch_lean_config(SmallGrid const& a, int batch, cudaStream_t stream) {
   using Cfg = LeanTile<T, VI, VO, Shape>;
-  unsigned const tiles_m = (a.rows + Cfg::BM - 1) / Cfg::BM, tiles_n = (a.cols + Cfg::BN - 1) / Cfg::BN;
-  dim3 const grid(a.m_first ? tiles_m : tiles_n, a.m_first ? tiles_n : tiles_m, batch);
-  lean_transpose<Cfg><<<grid, Cfg::kThreads, 0, stream>>>(a);
+  lean_transpose<Cfg><<<a.grid(Cfg::BM, Cfg::BN, batch), Cfg::kThreads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
 // The four vector combinations in one tile shape.
 template <class T, TileShape Shape>
-cudaError_t launch_lean_shape(LeanArgs const& a, int in_width, int out_width, int batch, cudaStream_t stream) {
+cudaError_t launch_lean_shape(SmallGrid const& a, int in_width, int out_width, int batch, cudaStream_t stream) {
   constexpr int E = sizeof(T), V = 16 / E;
   bool const vin = in_width == 16, vout = out_width == 16;
   if (vin && vout) return launch_lean_config<T, V, V, Shape>(a, batch, stream);
@@ -149,18 +127,10 @@ cudaError_t launch_lean_shape(LeanArgs const& a, int in_width, int out_width, in
 }  // namespace
 
 cudaError_t launch_lean(Problem const& p, int in_width, int out_width, TileShape shape, cudaStream_t stream) {
-  // The chooser (choose.cpp, lean_fits) has checked that every offset fits in 32 bits.
+  // The chooser (choose.cpp, small_grid_fits) has checked that every offset fits in 32 bits.
   TileDims const t = lean_tile(p.element_size, shape);
-  int64_t const grid_y = p.m_first ? (p.cols + t.bn - 1) / t.bn : (p.rows + t.bm - 1) / t.bm;
-  if ((p.out_row_stride != 1 && p.rows > 1) || p.batch.rank > 3 || p.batch.count > kMaxGridYZ || grid_y > kMaxGridYZ)
-    return cudaErrorInvalidValue;
-  LeanArgs a{p.src, p.dst, int(p.rows), int(p.cols), int(p.row_stride), int(p.col_stride), int(p.out_col_stride),
-             p.batch.rank, {}, {}, {}, p.m_first};
-  for (int d = 0; d < p.batch.rank; ++d) {
-    a.size[d] = int(p.batch.size[d]);
-    a.in[d] = int(p.batch.in_stride[d]);
-    a.out[d] = int(p.batch.out_stride[d]);
-  }
+  if (!SmallGrid::launchable(p, t.bm, t.bn)) return cudaErrorInvalidValue;
+  SmallGrid const a(p);
   return with_element_type(p.element_size, [&](auto e) -> cudaError_t {
     using T = decltype(e);
     constexpr int E = sizeof(T);
