@@ -837,8 +837,8 @@ TileShape lean_shape(Problem const& p, int64_t elements) {
 constexpr int64_t kWordsBytes = int64_t(1) << 26, kWordsHalfBytes = int64_t(1) << 25;
 
 constexpr char kWordsReason[] =
-    "1- or 2-byte elements that would move one element per access through shared memory, the words kernel's "
-    "tiles at least half full: run words";
+    "1- or 2-byte elements under 64 MiB (2-byte: 32 MiB) that the pick moves one element per access on both "
+    "sides, or realigns, the words kernel's tiles at least half full and the input's rows unit-stride: run words";
 
 std::optional<Choice> words_takes_elements(Plan const& plan, Choice const& pick, Device const& device) {
   if (plan.copy_route() || !pick.problem) return std::nullopt;
