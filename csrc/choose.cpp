@@ -851,8 +851,7 @@ std::optional<Choice> words_takes_elements(Plan const& plan, Choice const& pick,
   if (!words) return std::nullopt;
   Problem const& p = *words->problem;
   if (p.col_stride != 1 || tile_fill(p.rows, p.cols, words_tile(p.element_size, words->shape)) < kLeanFill) return std::nullopt;
-  if (p.batch.count * p.rows * p.cols * p.element_size >= (p.element_size == 2 ? kWordsHalfBytes : kWordsBytes))
-    return std::nullopt;
+  if (plan.numel() * plan.element_size >= (plan.element_size == 2 ? kWordsHalfBytes : kWordsBytes)) return std::nullopt;
   return words;
 }
 

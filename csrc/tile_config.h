@@ -121,7 +121,7 @@ constexpr TileShape kLeanShapes[] = {TileShape::Square, TileShape::Tall, TileSha
 // The Words kernel's tile (cuda/words.cu), for 1- and 2-byte elements: 128 bytes of each output
 // row (BM = 128 / E elements, 32 four-byte words) by BN input columns, 256 threads; BN = 64
 // (Square) or 32 (Narrow).
-constexpr TileDims words_tile(int element_size, TileShape shape = TileShape::Square) {
+constexpr TileDims words_tile(int element_size, TileShape shape) {
   return {128 / element_size, shape == TileShape::Narrow ? 32 : 64, 256};
 }
 constexpr TileShape kWordsShapes[] = {TileShape::Square, TileShape::Narrow};
