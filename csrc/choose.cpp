@@ -826,18 +826,20 @@ TileShape lean_shape(Problem const& p, int64_t elements) {
 // kernel or the tile kernel so -- or in the realign kernel, over rows off the 16-byte grid, run
 // the words kernel: one element per global access too, but all of a whole tile's loads in flight
 // at once and 4-byte words in shared memory. Where its tiles are at least half full, the input's
-// rows unit-stride, and the tensor under kWordsBytes (2-byte elements: kWordsHalfBytes, from
-// where the realign kernel's aligned 16-byte vectors ran ahead). Small work keeps its own pick:
-// under 2^20 elements words ran behind the lean kernel and ATen's copy. Measured on an H200
-// (docs/PERFORMANCE.md, "Words: 1- and 2-byte elements off the grid"; the pick and the kernel it
-// replaced forced by name, bit-checked, the better of two rounds beside clone): on 85 such
-// transposes of 0.5-250 MB (2-D matrices with odd sides, random permutes of ranks 3-5 from four
-// sweep seeds, 70 uint8 and 15 bfloat16), words ran 1.175 x as fast as the pick under 64 MiB
-// (68 shapes, 0.74-1.88 x, 5 more than 5% slower), 0.976 x from there on (17, 9 slower).
-constexpr int64_t kWordsBytes = int64_t(1) << 26, kWordsHalfBytes = int64_t(1) << 25;
+// rows unit-stride, and 2-byte tensors under kWordsHalfBytes (from there on the realign kernel's
+// aligned 16-byte vectors ran ahead of an earlier words kernel; not measured since). Small work
+// keeps its own pick: under 2^20 elements words ran behind the lean kernel and ATen's copy.
+// Measured on an H200 (docs/PERFORMANCE.md, "Words: 1- and 2-byte elements off the grid"; the
+// pick and the kernel it replaced forced by name, bit-checked, the better of two rounds beside
+// clone): on 85 such transposes of 0.5-250 MB (2-D matrices with odd sides, random permutes of
+// ranks 3-5 from four sweep seeds, 70 uint8 and 15 bfloat16), words ran 1.26 x as fast as the
+// pick under 64 MiB (68 shapes, 0.91-1.98 x, 1 more than 5% slower) and 1.14 x from there on
+// (17 uint8 shapes, 1.02-1.53 x); then, held out, 1.19 x over the 77 uint8 transposes of 65-262
+// MB among 60 new sweep seeds' cells that lifting the 1-byte size cut moved to words (1 slower).
+constexpr int64_t kWordsHalfBytes = int64_t(1) << 25;
 
 constexpr char kWordsReason[] =
-    "1- or 2-byte elements under 64 MiB (2-byte: 32 MiB) that the pick moves one element per access on both "
+    "1- or 2-byte elements (2-byte: under 32 MiB) that the pick moves one element per access on both "
     "sides, or realigns, the words kernel's tiles at least half full and the input's rows unit-stride: run words";
 
 std::optional<Choice> words_takes_elements(Plan const& plan, Choice const& pick, Device const& device) {
@@ -851,7 +853,7 @@ std::optional<Choice> words_takes_elements(Plan const& plan, Choice const& pick,
   if (!words) return std::nullopt;
   Problem const& p = *words->problem;
   if (p.col_stride != 1 || tile_fill(p.rows, p.cols, words_tile(p.element_size, words->shape)) < kLeanFill) return std::nullopt;
-  if (plan.numel() * plan.element_size >= (plan.element_size == 2 ? kWordsHalfBytes : kWordsBytes)) return std::nullopt;
+  if (plan.element_size == 2 && plan.numel() * plan.element_size >= kWordsHalfBytes) return std::nullopt;
   return words;
 }
 
@@ -1348,7 +1350,8 @@ std::string Choice::config() const {
     case Kernel::Words: {
       TileDims const t = words_tile(problem->element_size, shape);
       o << t.bm << "x" << t.bn << (shape == TileShape::Square ? "" : std::string(" ") + tile_shape_name(shape))
-        << " tile, " << t.threads << " threads, one element per global access, 4-byte words in shared memory";
+        << " tile, " << t.threads << " threads, one element per global access, 4-byte words in shared memory"
+        << (problem->m_first ? ", m-tiles first" : "");
       break;
     }
     case Kernel::Aten: o << "torch's own strided copy"; break;
@@ -1473,6 +1476,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
     case Kernel::Words:
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
       if (p.element_size > 2) return *why = "elements of 4 bytes or more fill whole words already", std::nullopt;
+      if (p.col_stride != 1 && p.cols != 1) return *why = "the words kernel reads unit-stride input rows", std::nullopt;
       // Narrow tiles (128 x 32): on an H200 they ran 1.19-1.34 x as fast as square ones (128 x 64)
       // on 2-D and random transposes under 16 MB, 1.08-1.13 x on larger ones (docs/PERFORMANCE.md,
       // "Words: 1- and 2-byte elements off the grid"). Square ones run by name.
@@ -1480,6 +1484,11 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (!contains(kWordsShapes, c.shape))
         return *why = std::string("the words kernel has no ") + tile_shape_name(c.shape) + " tile", std::nullopt;
       if (!small_grid_fits(p, words_tile(p.element_size, c.shape), why)) return std::nullopt;
+      // The tile kernels' walk (walk_m_first): m-tiles first where the output's runs split
+      // sectors. On an H200, uint8 (497, 1252, 400) permuted (1, 2, 0) -- four m-tiles, each a
+      // 128-byte piece of every 497-byte output row -- ran at 0.28 of clone n-tiles first, 0.42
+      // m-tiles first (padded 0.39).
+      c.problem->m_first = walk_m_first(p, words_tile(p.element_size, c.shape));
       return c;
     default:  // the seed ladder takes any strides
       if (!plan.copy_route()) c.problem->m_first = walk_m_first(p, seed_tile(p.element_size));

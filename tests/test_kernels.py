@@ -958,17 +958,17 @@ def test_padded_bytes_in_lean_write_every_element(dtype, shape, dims, view, kern
     ((691, 65239), (1, 0), torch.bfloat16, None, "padded"),  # 1382-byte output rows
     ((8485, 1790), (1, 0), torch.float32, None, None),  # output rows of 2048 bytes or more
     ((8190, 8192), (1, 0), torch.bfloat16, None, None),
-    # 1-byte elements under 64 MiB: the words kernel then takes them on both GPUs (words_takes_elements)
+    # 1-byte elements: the words kernel then takes them on both GPUs (words_takes_elements)
     ((9001, 3001), (1, 0), torch.uint8, None, "padded"),  # 1-byte elements, rows of 2048 bytes or more
     ((9001, 3001), (1, 0), torch.uint8, "expand", "padded"),  # a broadcast input
     ((116500, 410), (1, 0), torch.int8, None, "padded"),  # 410-byte input rows
     ((7439, 4309), (1, 0), torch.uint8, "offset", "padded"),
     ((105887, 165), (1, 0), torch.int8, None, None),  # input rows under 256 bytes
-    ((9001, 8001), (1, 0), torch.uint8, None, "padded"),  # 69 MiB: no words
+    ((9001, 8001), (1, 0), torch.uint8, None, "padded"),  # 69 MiB: words as well
 ])
 def test_explain_on_an_h200_moves_realign_picks(shape, dims, dtype, view, on_h200):
     x = meta_view(shape, dtype, view)
-    then = "words" if dtype.itemsize == 1 and math.prod(shape) < 2 ** 26 else None
+    then = "words" if dtype.itemsize == 1 else None
     h200 = check_h200_moves(x, dims, on_h200, "rather than realign", on_h100="realign", then=then)
     assert h200["kernel"] == (then or on_h200 or "realign"), h200
     assert on_h200 != "tile" or "8-byte vectors" in h200["config"], h200
@@ -1366,7 +1366,6 @@ WORDS_CASES = [
     ((2, 3, 5, 67, 45), (0, 2, 1, 4, 3), "contiguous"),  # three batch dims, interleaved in the output
     ((2, 296, 73), (0, 2, 1), "shifted"),               # rows off by one from the allocation; the last ends it
     ((7, 3, 61, 8), (1, 0, 3, 2), "offset"),            # n of 8: tiles mostly empty
-    ((2, 64, 97), (0, 2, 1), "stepped"),                # n strided
     ((4, 130, 67), (0, 2, 1), "expand"),                # a broadcast batch dim
 ]
 
@@ -1388,6 +1387,7 @@ def test_words_transposes_every_element(dtype, case):
     (lambda: torch.empty(8, 64, 64, dtype=torch.uint8), (1, 0, 2), "copy route"),
     (lambda: torch.empty(2, 3, 4, 5, 16, 16, dtype=torch.uint8)[..., :15], (1, 0, 3, 2, 5, 4), "more than 3 batch dims"),
     (lambda: torch.empty(2, 2 ** 30, dtype=torch.uint8), (1, 0), "offsets beyond 32 bits"),
+    (lambda: torch.empty(2, 64, 194, dtype=torch.uint8, device="meta")[..., ::2], (0, 2, 1), "unit-stride input rows"),
 ])
 def test_words_refuses_what_it_cannot_run(make, dims, why):
     with pytest.raises(RuntimeError, match=why):
@@ -1396,7 +1396,7 @@ def test_words_refuses_what_it_cannot_run(make, dims, why):
 
 # Where words takes 1- and 2-byte transposes (choose.cpp, words_takes_elements): one element per
 # access on both sides through shared memory otherwise, beyond small work, its tiles at least
-# half full, rows unit-stride, under 64 MiB (2-byte elements: 32 MiB); in narrow tiles. The same
+# half full, rows unit-stride, 2-byte elements under 32 MiB; in narrow tiles. The same
 # on every sm_90 GPU.
 @pytest.mark.parametrize("shape, dims, dtype, view, picks", [
     ((1000, 3001), (1, 0), torch.uint8, "contiguous", "words 128x32 narrow"),     # was padded (H100), lean (H200)
@@ -1405,12 +1405,12 @@ def test_words_refuses_what_it_cannot_run(make, dims, why):
     ((6007, 6011), (1, 0), torch.uint8, "contiguous", "words 128x32 narrow"),     # 36 MB (was padded)
     ((2999, 4001), (1, 0), torch.bfloat16, "contiguous", "words 64x32 narrow"),   # 24 MB
     ((6007, 6011), (1, 0), torch.bfloat16, "contiguous", "realign"),              # 72 MB of 2-byte elements: realign
-    ((9973, 10007), (1, 0), torch.uint8, "contiguous", "!words"),                 # 95 MB: 64 MiB or more
+    ((9973, 10007), (1, 0), torch.uint8, "contiguous", "words 128x32 narrow"),    # 95 MB (was padded)
     ((1000, 3001), (1, 0), torch.float32, "contiguous", "padded"),                # 4-byte elements fill words
     ((4096, 4096), (1, 0), torch.uint8, "contiguous", "!words"),                  # 16-byte vectors fit
     ((1023, 1025), (1, 0), torch.uint8, "contiguous", "!words"),                  # small work keeps its pick
     ((521, 751, 73), (2, 1, 0), torch.uint8, "contiguous", "words"),              # the sweep's, was padded
-    ((618, 1245, 174), (2, 1, 0), torch.uint8, "contiguous", "!words"),           # the sweep's, 128 MB: stays realign
+    ((618, 1245, 174), (2, 1, 0), torch.uint8, "contiguous", "words"),            # the sweep's, 128 MB (was realign)
     ((1000, 3001), (1, 0), torch.uint8, "stepped", "!words"),                     # n strided: not words
 ])
 @pytest.mark.parametrize("gpu", [None, "NVIDIA H200"])
@@ -1430,7 +1430,7 @@ def test_explain_runs_words_where_elements_move_one_at_a_time(shape, dims, dtype
 @needs_cuda
 @pytest.mark.parametrize("shape, dims, dtype", [
     ((1000, 3001), (1, 0), torch.uint8), ((3, 1499, 1501), (0, 2, 1), torch.bfloat16),
-    ((1023, 2049), (1, 0), torch.float16), ((127, 1637, 2, 419), (0, 3, 1, 2), torch.uint8),
+    ((1023, 2049), (1, 0), torch.float16), ((31, 1637, 2, 419), (0, 3, 1, 2), torch.uint8),  # 41 MB
 ])
 def test_words_picks_write_every_element(shape, dims, dtype):
     x = random_tensor(shape, dtype, "cuda")

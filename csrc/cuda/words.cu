@@ -16,11 +16,14 @@
 // The tile is 128 bytes of each output row (BM = 128 / E elements, G = 32 words) by BN input
 // columns (64, or 32 in the Narrow shape the chooser runs): each shared-memory access moves 4
 // bytes, and sT's rows are padded by one word, so that phase 1's stores down a column of words
-// (lanes on 32 consecutive n) fall in 32 banks, and phase 2's loads along a row do too.
+// (lanes on 32 consecutive n) fall in 32 banks, and phase 2's loads along a row do too. Input
+// rows are unit-stride (n consecutive in memory; the chooser refuses others).
 //
-// In a standalone version of this kernel on an H200 (docs/PERFORMANCE.md, "Words: 1- and 2-byte
-// elements off the grid"), issuing whole tiles' loads unpredicated took uint8 1000 x 3001 from
-// 0.72 to 0.95 of clone.
+// The loops are written as plainly as they can be -- 64-bit offsets from the tile's corner, one
+// accumulator per word, phase 2 in one loop with the edge tests inside -- because the compiler's
+// schedule depends on it: on an H200 an earlier form of the same accesses (32-bit offsets, index
+// lambdas, separate loops for whole and edge tiles in phase 2) ran 5-10% slower on uint8
+// (docs/PERFORMANCE.md, "Words: 1- and 2-byte elements off the grid").
 #include <cute/tensor.hpp>
 
 #include "launch.h"
@@ -58,52 +61,60 @@ __global__ void __launch_bounds__(Cfg::kThreads) words_transpose(SmallGrid const
   bool const whole = rows >= BM && cols >= BN;
 
   //
-  // 1. K input rows -> one word of an output row: word i of this thread is sT(n(i), g(i))
+  // 1. K input rows -> one word of an output row: word i of this thread is sT(n, g), item
+  //    threadIdx.x + i * kThreads of the (BN, G) tile, n fastest
   //
-  auto const n = [](int i) { return (int(threadIdx.x) + i * kThreads) % BN; };
-  auto const g = [](int i) { return (int(threadIdx.x) + i * kThreads) / BN; };
-  auto const element = [&](int i, int j) { return src + (g(i) * K + j) * a.row_stride + n(i) * a.col_stride; };
   uint32_t word[Cfg::kWords];
   if (whole) {
     CUTE_UNROLL
     for (int i = 0; i < Cfg::kWords; ++i) {
-      word[i] = 0;
+      int const item = threadIdx.x + i * kThreads, n = item % BN, g = item / BN;
+      T const* column = src + n;
+      uint32_t w = 0;
       CUTE_UNROLL
-      for (int j = 0; j < K; ++j) word[i] |= uint32_t(__ldg(element(i, j))) << (8 * E * j);
+      for (int j = 0; j < K; ++j) w |= uint32_t(__ldg(column + int64_t(g * K + j) * a.row_stride)) << (8 * E * j);
+      word[i] = w;
     }
   } else {
     CUTE_UNROLL
     for (int i = 0; i < Cfg::kWords; ++i) {
-      word[i] = 0;
+      int const item = threadIdx.x + i * kThreads, n = item % BN, g = item / BN;
+      T const* column = src + n;
+      uint32_t w = 0;
       CUTE_UNROLL
-      for (int j = 0; j < K; ++j)
-        if (g(i) * K + j < rows && n(i) < cols) word[i] |= uint32_t(*element(i, j)) << (8 * E * j);
+      for (int j = 0; j < K; ++j) {
+        int const m = g * K + j;
+        uint32_t const e = n < cols && m < rows ? uint32_t(column[int64_t(m) * a.row_stride]) : 0u;
+        w |= e << (8 * E * j);
+      }
+      word[i] = w;
     }
   }
   CUTE_UNROLL
-  for (int i = 0; i < Cfg::kWords; ++i) sT(n(i), g(i)) = word[i];
+  for (int i = 0; i < Cfg::kWords; ++i) {
+    int const item = threadIdx.x + i * kThreads;
+    sT(item % BN, item / BN) = word[i];
+  }
   __syncthreads();
 
   //
-  // 2. words of sT -> output rows: word i of this thread is sT(r(i), w(i)), K elements of output row r(i)
+  // 2. words of sT -> output rows: word i of this thread is sT(n, g), K elements of output row n
+  //    from m = g K, item threadIdx.x + i * kThreads of the tile, g fastest
   //
-  auto const r = [](int i) { return (int(threadIdx.x) + i * kThreads) / G; };
-  auto const w = [](int i) { return (int(threadIdx.x) + i * kThreads) % G; };
-  auto const to = [&](int i) { return dst + r(i) * a.out_col_stride + w(i) * K; };
-  if (whole) {  // a loop of its own: no branch between the stores
-    CUTE_UNROLL
-    for (int i = 0; i < Cfg::kWords; ++i) {
-      uint32_t const v = sT(r(i), w(i));
-      CUTE_UNROLL
-      for (int j = 0; j < K; ++j) to(i)[j] = T(v >> (8 * E * j));
-    }
-  } else {
-    CUTE_UNROLL
-    for (int i = 0; i < Cfg::kWords; ++i) {
-      uint32_t const v = sT(r(i), w(i));
-      CUTE_UNROLL
-      for (int j = 0; j < K; ++j)
-        if (r(i) < cols && w(i) * K + j < rows) to(i)[j] = T(v >> (8 * E * j));
+  CUTE_UNROLL
+  for (int i = 0; i < Cfg::kWords; ++i) {
+    int const item = threadIdx.x + i * kThreads, n = item / G, g = item % G;
+    uint32_t const w = sT(n, g);
+    T* to = dst + int64_t(n) * a.out_col_stride + g * K;
+    if (n < cols) {
+      if (whole) {
+        CUTE_UNROLL
+        for (int j = 0; j < K; ++j) to[j] = T(w >> (8 * E * j));
+      } else {
+        CUTE_UNROLL
+        for (int j = 0; j < K; ++j)
+          if (g * K + j < rows) to[j] = T(w >> (8 * E * j));
+      }
     }
   }
 }
@@ -119,7 +130,7 @@ cudaError_t launch_words_shape(SmallGrid const& a, int batch, cudaStream_t strea
 
 cudaError_t launch_words(Problem const& p, TileShape shape, cudaStream_t stream) {
   TileDims const t = words_tile(p.element_size, shape);
-  if ((p.element_size != 1 && p.element_size != 2) || !SmallGrid::launchable(p, t.bm, t.bn))
+  if ((p.element_size != 1 && p.element_size != 2) || (p.col_stride != 1 && p.cols != 1) || !SmallGrid::launchable(p, t.bm, t.bn))
     return cudaErrorInvalidValue;
   SmallGrid const a(p);
   int const batch = int(p.batch.count);
