@@ -825,10 +825,14 @@ TileShape lean_shape(Problem const& p, int64_t elements) {
 // element per access on both sides through shared memory -- the padded seed kernel, the lean
 // kernel or the tile kernel so -- or in the realign kernel, over rows off the 16-byte grid, run
 // the words kernel: one element per global access too, but all of a whole tile's loads in flight
-// at once and 4-byte words in shared memory. Where its tiles are at least half full, the input's
-// rows unit-stride, and 2-byte tensors under kWordsHalfBytes (from there on the realign kernel's
-// aligned 16-byte vectors ran ahead of an earlier words kernel; not measured since). Small work
-// keeps its own pick: under 2^20 elements words ran behind the lean kernel and ATen's copy.
+// at once and 4-byte words in shared memory. Where its tiles are at least half full and the
+// input's rows unit-stride; 2-byte tensors from kWordsHalfBytes on only in place of lean one
+// element each way (1.20 x and 1.26 x over 5 and 5 such transposes from two halves of 120 new
+// sweep seeds, none slower, none behind eager where lean had run behind it on 2). There the
+// padded kernel ran as fast as words (0.99 x and 1.01 x over 27 and 19, 10 and 7 of them more
+// than 5% slower), and realign, where its vectors run well (0.65-0.88 of clone), 5-8% faster;
+// elsewhere words ran 1.2-13 x realign's speed: not separated yet. Small work keeps its own
+// pick: under 2^20 elements words ran behind the lean kernel and ATen's copy.
 // Measured on an H200 (docs/PERFORMANCE.md, "Words: 1- and 2-byte elements off the grid"; the
 // pick and the kernel it replaced forced by name, bit-checked, the better of two rounds beside
 // clone): on 85 such transposes of 0.5-250 MB (2-D matrices with odd sides, random permutes of
@@ -839,8 +843,9 @@ TileShape lean_shape(Problem const& p, int64_t elements) {
 constexpr int64_t kWordsHalfBytes = int64_t(1) << 25;
 
 constexpr char kWordsReason[] =
-    "1- or 2-byte elements (2-byte: under 32 MiB) that the pick moves one element per access on both "
-    "sides, or realigns, the words kernel's tiles at least half full and the input's rows unit-stride: run words";
+    "1- or 2-byte elements that the pick moves one element per access on both sides, or realigns (2-byte "
+    "elements under 32 MiB, but for lean's picks), the words kernel's tiles at least half full and the input's "
+    "rows unit-stride: run words";
 
 std::optional<Choice> words_takes_elements(Plan const& plan, Choice const& pick, Device const& device) {
   if (plan.copy_route() || !pick.problem) return std::nullopt;
@@ -853,7 +858,8 @@ std::optional<Choice> words_takes_elements(Plan const& plan, Choice const& pick,
   if (!words) return std::nullopt;
   Problem const& p = *words->problem;
   if (p.col_stride != 1 || tile_fill(p.rows, p.cols, words_tile(p.element_size, words->shape)) < kLeanFill) return std::nullopt;
-  if (plan.element_size == 2 && plan.numel() * plan.element_size >= kWordsHalfBytes) return std::nullopt;
+  if (plan.element_size == 2 && pick.kernel != Kernel::Lean && plan.numel() * plan.element_size >= kWordsHalfBytes)
+    return std::nullopt;
   return words;
 }
 

@@ -1396,7 +1396,7 @@ def test_words_refuses_what_it_cannot_run(make, dims, why):
 
 # Where words takes 1- and 2-byte transposes (choose.cpp, words_takes_elements): one element per
 # access on both sides through shared memory otherwise, beyond small work, its tiles at least
-# half full, rows unit-stride, 2-byte elements under 32 MiB; in narrow tiles. The same
+# half full, rows unit-stride, 2-byte elements under 32 MiB but for lean's; in narrow tiles. The same
 # on every sm_90 GPU.
 @pytest.mark.parametrize("shape, dims, dtype, view, picks", [
     ((1000, 3001), (1, 0), torch.uint8, "contiguous", "words 128x32 narrow"),     # was padded (H100), lean (H200)
@@ -1412,6 +1412,10 @@ def test_words_refuses_what_it_cannot_run(make, dims, why):
     ((521, 751, 73), (2, 1, 0), torch.uint8, "contiguous", "words"),              # the sweep's, was padded
     ((618, 1245, 174), (2, 1, 0), torch.uint8, "contiguous", "words"),            # the sweep's, 128 MB (was realign)
     ((1000, 3001), (1, 0), torch.uint8, "stepped", "!words"),                     # n strided: not words
+    # 2-byte elements from 32 MiB on: in place of lean one element each way, not of padded or realign
+    ((2101, 1487, 31, 2), (0, 2, 1, 3), torch.uint8, "contiguous", "words"),      # byte pairs, 185 MB (was lean)
+    ((985, 113, 205, 2), (0, 2, 1, 3), torch.uint8, "contiguous", "!words"),      # byte pairs, 44 MB, padded
+    ((3, 1031, 17891, 2), (0, 2, 1, 3), torch.uint8, "contiguous", "!words"),     # byte pairs, 106 MB, realign
 ])
 @pytest.mark.parametrize("gpu", [None, "NVIDIA H200"])
 def test_explain_runs_words_where_elements_move_one_at_a_time(shape, dims, dtype, view, picks, gpu):
