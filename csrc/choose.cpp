@@ -2121,6 +2121,22 @@ bool gather_takes_gapped_packs(Class const& cls, Choice const& pick, Device cons
          cls.element_interleave() && cls.gaps;
 }
 
+// Realign picks (those every other rule leaves to it) whose output rows each repeat one input
+// element -- the input reads the output's innermost dim m with stride 0, an expand()ed view --
+// run gather. Realign stages the same input bytes in every tile of such a transpose by
+// cp.async, which bypasses L1: all of its blocks then load the same few L2 lines, 0.06-0.41 of
+// clone, behind ATen's copy (0.43-0.75). Gather's loads of the repeated elements hit L1.
+// Measured on an H200 (docs/PERFORMANCE.md, "Broadcast output rows leave realign"; the pick and
+// gather forced by name, bit-checked, beside clone and eager): the four such realign picks of
+// 199 sweep seeds (60001-60199; bfloat16, 66-463 MB) ran gather 1.9-14.7 x as fast (0.79-0.98
+// of clone), ahead of eager on each. Over 116 such cells of other picks (1- to 16-byte
+// elements), gather ran 0.56-1.15 x their speed (geomean per pick kernel), so the rule moves
+// realign's picks alone.
+std::optional<Choice> broadcast_rows_leave_realign(Plan const& plan, Choice const& pick, Device const& device) {
+  if (pick.kernel != Kernel::Realign || plan.dims[plan.m].in != 0 || plan.dims[plan.m].size < 2) return std::nullopt;
+  return force(plan, Kernel::Gather, device, nullptr);
+}
+
 std::optional<Choice> broadcast_gather(Plan const& plan, Choice const& pick, Device const& device) {
   if (pick.kernel != Kernel::Aten || plan.copy_route() || tensor_element_size(plan) > 4 || !broadcast_input(plan) ||
       distinct_input_bytes(plan) > kGatherFootprint)
@@ -2341,6 +2357,12 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
   if (auto words = words_takes_elements(plan, c, device)) {
     if (explain) words->key = c.key, words->reason = c.reason + "; " + kWordsReason;
     return *words;
+  }
+  if (auto gather = broadcast_rows_leave_realign(plan, c, device)) {
+    if (explain)
+      gather->key = c.key, gather->reason = c.reason + "; output rows that each repeat one input element, whose "
+                                                       "every realign block would load the same few L2 lines: run gather";
+    return *gather;
   }
   return c;
 }

@@ -1469,6 +1469,31 @@ def test_gather_writes_every_element_in_order(dtype, case):
     check(y.expand(expand_to) if expand_to else y)
 
 
+# Realign picks whose output rows each repeat one input element (the input reads the output's
+# innermost dim with stride 0) run gather (choose.cpp, broadcast_rows_leave_realign); on every sm_90 GPU.
+@pytest.mark.parametrize("kept, shape, dims, gathers", [
+    ((1, 367), (434909, 367), (1, 0), True),               # the sweep's, 319 MB
+    ((2, 63, 541, 1), (2, 63, 541, 1271), (0, 2, 1, 3), True),
+    ((1, 367), (100001, 367), (1, 0), True),               # 73 MB
+    ((1, 367), (20001, 367), (1, 0), False),               # under 32 MiB: words
+    ((6007, 6011), (6007, 6011), (1, 0), False),           # nothing broadcast: realign stays
+])
+@pytest.mark.parametrize("gpu", [None, "NVIDIA H200"])
+def test_broadcast_output_rows_leave_realign_for_gather(kept, shape, dims, gathers, gpu):
+    x = torch.empty(kept, dtype=torch.bfloat16, device="meta").expand(shape)
+    info = cute_transpose.explain(x, dims, gpu=gpu)["cuda"]
+    assert (info["kernel"] == "gather") == gathers, info
+    assert info["reason"].endswith("load the same few L2 lines: run gather") == gathers, info
+    assert "ranks realign" in info["reason"] or "skipped realign" in info["reason"], info  # the table's pick
+
+
+@needs_cuda
+def test_broadcast_output_rows_that_leave_realign_write_every_element():
+    x = random_tensor((1, 367), torch.bfloat16, "cuda").expand(100001, 367)
+    assert cute_transpose.explain(x, (1, 0))["kernel"] == "gather"
+    assert_permute_by_writes_every_element(None, x, (1, 0))
+
+
 def test_gather_needs_an_output_on_the_16_byte_grid():
     x = torch.empty(64, 3, 100, 100, device="meta")
     info = json.loads(torch.ops.cute_transpose._explain(x, [0, 2, 3, 1], 90, "gather"))
