@@ -1487,11 +1487,34 @@ def test_broadcast_output_rows_leave_realign_for_gather(kept, shape, dims, gathe
     assert "ranks realign" in info["reason"] or "skipped realign" in info["reason"], info  # the table's pick
 
 
+# Picks of 16-byte elements whose output rows each repeat one input element, but interleave's, run
+# ATen's copy (choose.cpp, wide_broadcast_rows_run_aten); on every sm_90 GPU.
+@pytest.mark.parametrize("kept, shape, dims, dtype, runs", [
+    ((1, 909, 1), (36194, 909, 1), (1, 0, 2), torch.complex128, "aten"),           # was padded
+    ((32, 1, 184, 16), (32, 480, 184, 16), (2, 0, 3, 1), torch.complex128, "aten"),  # was padded
+    ((1, 157, 1), (8461, 157, 1), (1, 0, 2), torch.complex128, "aten"),             # 21 MB, was padded
+    ((1, 13511595), (2, 13511595), (1, 0), torch.complex128, "interleave"),         # rows of two: stays
+    ((1, 909, 1), (36194, 909, 1), (1, 0, 2), torch.float64, "!aten"),              # 8-byte elements: stays
+])
+@pytest.mark.parametrize("gpu", [None, "NVIDIA H200"])
+def test_broadcast_output_rows_of_16_byte_elements_run_aten(kept, shape, dims, dtype, runs, gpu):
+    x = torch.empty(kept, dtype=dtype, device="meta").expand(shape)
+    info = cute_transpose.explain(x, dims, gpu=gpu)["cuda"]
+    if runs.startswith("!"):
+        assert info["kernel"] != runs[1:], info
+    else:
+        assert info["kernel"] == runs, info
+    assert info["reason"].endswith("stores whole from cached loads: run ATen's copy") == (runs == "aten"), info
+
+
 @needs_cuda
 def test_broadcast_output_rows_that_leave_realign_write_every_element():
     x = random_tensor((1, 367), torch.bfloat16, "cuda").expand(100001, 367)
     assert cute_transpose.explain(x, (1, 0))["kernel"] == "gather"
     assert_permute_by_writes_every_element(None, x, (1, 0))
+    y = random_tensor((1, 157, 1), torch.complex128, "cuda").expand(8461, 157, 1)
+    assert cute_transpose.explain(y, (1, 0, 2))["kernel"] == "aten"
+    assert_permute_by_writes_every_element(None, y, (1, 0, 2))
 
 
 def test_gather_needs_an_output_on_the_16_byte_grid():
