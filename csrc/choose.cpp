@@ -1479,7 +1479,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       c.out_width = lean_width(p, false);
       c.problem->m_first = long_side_first(p, lean_tile(p.element_size, c.shape), device);
       return c;
-    case Kernel::Words:
+    case Kernel::Words: {
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
       if (p.element_size > 2) return *why = "elements of 4 bytes or more fill whole words already", std::nullopt;
       if (p.col_stride != 1 && p.cols != 1) return *why = "the words kernel reads unit-stride input rows", std::nullopt;
@@ -1489,13 +1489,15 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       c.shape = shape.value_or(TileShape::Narrow);
       if (!contains(kWordsShapes, c.shape))
         return *why = std::string("the words kernel has no ") + tile_shape_name(c.shape) + " tile", std::nullopt;
-      if (!small_grid_fits(p, words_tile(p.element_size, c.shape), why)) return std::nullopt;
+      TileDims const tile = words_tile(p.element_size, c.shape);
+      if (!small_grid_fits(p, tile, why)) return std::nullopt;
       // The tile kernels' walk (walk_m_first): m-tiles first where the output's runs split
       // sectors. On an H200, uint8 (497, 1252, 400) permuted (1, 2, 0) -- four m-tiles, each a
       // 128-byte piece of every 497-byte output row -- ran at 0.28 of clone n-tiles first, 0.42
       // m-tiles first (padded 0.39).
-      c.problem->m_first = walk_m_first(p, words_tile(p.element_size, c.shape));
+      c.problem->m_first = walk_m_first(p, tile);
       return c;
+    }
     default:  // the seed ladder takes any strides
       if (!plan.copy_route()) c.problem->m_first = walk_m_first(p, seed_tile(p.element_size));
       return c;
