@@ -47,6 +47,37 @@ def test_out(device, case, dtype):
     assert_bits_equal(buf[-3:], untouched)  # nor after it
 
 
+# Beyond small work (2^20 elements and more), where the chooser's kernels store 16-byte vectors
+# or TMA tiles: an out= that starts 1-3 elements off the 16-byte grid must take a kernel that
+# can write it (choose.cpp refuses the others on the output's address). (input view, dims)
+OFF_GRID_OUT_CASES = {  # named after the kernel an aligned output takes (H100 rules; the H200's in brackets)
+    "tile": (lambda: random_tensor((4096, 4096), torch.float32, "cuda"), (1, 0)),  # (lean)
+    "lean": (lambda: random_tensor((3, 1024, 1024), torch.float32, "cuda"), (0, 2, 1)),
+    "words": (lambda: random_tensor((1000, 3001), torch.uint8, "cuda"), (1, 0)),
+    "realign": (lambda: random_tensor((3001, 4001), torch.float32, "cuda"), (1, 0)),
+    "interleave_pack": (lambda: random_tensor((4, 3, 512, 512), torch.uint8, "cuda"), (0, 2, 3, 1)),
+    "interleave_unpack": (lambda: random_tensor((4, 512, 512, 3), torch.float32, "cuda"), (0, 3, 1, 2)),
+    "rows": (lambda: random_tensor((64, 128, 256), torch.float16, "cuda"), (1, 0, 2)),
+    "gather": (lambda: random_tensor((1, 367), torch.bfloat16, "cuda").expand(100001, 367), (1, 0)),
+    "split": (lambda: random_tensor((4, 3, 64, 2, 64, 16), torch.float32, "cuda"), (5, 3, 1, 4, 2, 0)),
+}
+
+
+@needs_cuda
+@pytest.mark.parametrize("offset", [1, 3])
+@pytest.mark.parametrize("case", list(OFF_GRID_OUT_CASES))
+def test_out_off_the_16_byte_grid_beyond_small_work(case, offset):
+    make, dims = OFF_GRID_OUT_CASES[case]
+    x = make()
+    ref = expected("permute", x, dims)
+    buf = poisoned((ref.numel() + offset + 3,), x.dtype, "cuda")
+    out = buf[offset:offset + ref.numel()].view(ref.shape)
+    assert torch.ops.cute_transpose.permute.out(x, list(dims), out=out) is out
+    assert_bits_equal(out, ref)
+    assert_bits_equal(buf[:offset], poisoned((offset,), x.dtype, "cuda"))  # nothing written before out
+    assert_bits_equal(buf[-3:], poisoned((3,), x.dtype, "cuda"))  # nor after it
+
+
 @pytest.mark.parametrize("kind", ["permute", "transpose"])
 @pytest.mark.parametrize("device", DEVICES)
 def test_out_sharing_storage_without_overlap(device, kind):
