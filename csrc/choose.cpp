@@ -2123,6 +2123,12 @@ bool gather_takes_gapped_packs(Class const& cls, Choice const& pick, Device cons
          cls.element_interleave() && cls.gaps;
 }
 
+// Every output row repeats one input element: the input reads the output's innermost dim (two
+// or more elements) with stride 0.
+bool output_rows_repeat_one_element(Plan const& plan) {
+  return plan.dims[plan.m].in == 0 && plan.dims[plan.m].size > 1;
+}
+
 // Realign picks (those every other rule leaves to it) whose output rows each repeat one input
 // element -- the input reads the output's innermost dim m with stride 0, an expand()ed view --
 // run gather. Realign stages the same input bytes in every tile of such a transpose by
@@ -2135,7 +2141,7 @@ bool gather_takes_gapped_packs(Class const& cls, Choice const& pick, Device cons
 // elements), gather ran 0.56-1.15 x their speed (geomean per pick kernel), so the rule moves
 // realign's picks alone.
 std::optional<Choice> broadcast_rows_leave_realign(Plan const& plan, Choice const& pick, Device const& device) {
-  if (pick.kernel != Kernel::Realign || plan.dims[plan.m].in != 0 || plan.dims[plan.m].size < 2) return std::nullopt;
+  if (pick.kernel != Kernel::Realign || !output_rows_repeat_one_element(plan)) return std::nullopt;
   return force(plan, Kernel::Gather, device, nullptr);
 }
 
@@ -2147,8 +2153,8 @@ std::optional<Choice> broadcast_rows_leave_realign(Plan const& plan, Choice cons
 // loads nothing (2.06 and 2.15); the other 8 (3 on ATen's copy, 5 on interleave) ran within 1%
 // of eager (1.06-2.16).
 std::optional<Choice> wide_broadcast_rows_run_aten(Plan const& plan, Choice const& pick, Device const& device) {
-  if (plan.element_size != 16 || plan.dims[plan.m].in != 0 || plan.dims[plan.m].size < 2 ||
-      pick.kernel == Kernel::Aten || pick.kernel == Kernel::Interleave)
+  if (plan.element_size != 16 || !output_rows_repeat_one_element(plan) || pick.kernel == Kernel::Aten ||
+      pick.kernel == Kernel::Interleave)
     return std::nullopt;
   return force(plan, Kernel::Aten, device, nullptr);
 }
@@ -2369,23 +2375,19 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
     }
     return *c;
   }
-  Choice c = moved_pick(plan, table_choice(plan, device, explain), device, explain);
-  if (auto words = words_takes_elements(plan, c, device)) {
-    if (explain) words->key = c.key, words->reason = c.reason + "; " + kWordsReason;
-    return *words;
-  }
-  if (auto aten = wide_broadcast_rows_run_aten(plan, c, device)) {
-    if (explain)
-      aten->key = c.key, aten->reason = c.reason + "; 16-byte elements whose output rows each repeat one input "
-                                                   "element, which ATen's copy stores whole from cached loads: run ATen's copy";
-    return *aten;
-  }
-  if (auto gather = broadcast_rows_leave_realign(plan, c, device)) {
-    if (explain)
-      gather->key = c.key, gather->reason = c.reason + "; output rows that each repeat one input element, whose "
-                                                       "every realign block would load the same few L2 lines: run gather";
-    return *gather;
-  }
+  Choice const c = moved_pick(plan, table_choice(plan, device, explain), device, explain);
+  // `other` in place of that pick, under its class key, `why` following its reason.
+  auto const instead = [&](Choice other, char const* why) {
+    if (explain) other.key = c.key, other.reason = c.reason + "; " + why;
+    return other;
+  };
+  if (auto words = words_takes_elements(plan, c, device)) return instead(*words, kWordsReason);
+  if (auto aten = wide_broadcast_rows_run_aten(plan, c, device))
+    return instead(*aten, "16-byte elements whose output rows each repeat one input element, which ATen's copy "
+                          "stores whole from cached loads: run ATen's copy");
+  if (auto gather = broadcast_rows_leave_realign(plan, c, device))
+    return instead(*gather, "output rows that each repeat one input element, whose every realign block would load "
+                            "the same few L2 lines: run gather");
   return c;
 }
 
