@@ -2151,10 +2151,13 @@ std::optional<Choice> broadcast_rows_leave_realign(Plan const& plan, Choice cons
 // H200 (same section): the two such complex128 picks of padded among those cells ran 1.25 and
 // 1.59 of clone, ATen's copy 2.08 and 2.16 -- as fast as a kernel that stores whole vectors and
 // loads nothing (2.06 and 2.15); the other 8 (3 on ATen's copy, 5 on interleave) ran within 1%
-// of eager (1.06-2.16).
+// of eager (1.06-2.16). Only for a dtype of 16 bytes: where the planner merged an innermost dim
+// into 16-byte elements (8 bfloat16 values broadcast over n rows, say), ATen's copy still moves
+// the dtype's own elements, one at a time (0.65-1.29 of clone on three such bfloat16 cells of the
+// H200's sweep, where the rows kernel ran 1.69-2.13).
 std::optional<Choice> wide_broadcast_rows_run_aten(Plan const& plan, Choice const& pick, Device const& device) {
-  if (plan.element_size != 16 || !output_rows_repeat_one_element(plan) || pick.kernel == Kernel::Aten ||
-      pick.kernel == Kernel::Interleave)
+  if (plan.element_size != 16 || tensor_element_size(plan) != 16 || !output_rows_repeat_one_element(plan) ||
+      pick.kernel == Kernel::Aten || pick.kernel == Kernel::Interleave)
     return std::nullopt;
   return force(plan, Kernel::Aten, device, nullptr);
 }

@@ -1495,6 +1495,7 @@ def test_broadcast_output_rows_leave_realign_for_gather(kept, shape, dims, gathe
     ((1, 157, 1), (8461, 157, 1), (1, 0, 2), torch.complex128, "aten"),             # 21 MB, was padded
     ((1, 13511595), (2, 13511595), (1, 0), torch.complex128, "interleave"),         # rows of two: stays
     ((1, 909, 1), (36194, 909, 1), (1, 0, 2), torch.float64, "!aten"),              # 8-byte elements: stays
+    ((8, 1), (8, 9901806), (1, 0), torch.bfloat16, "rows"),  # 8 bfloat16 merged into one 16-byte element: stays
 ])
 @pytest.mark.parametrize("gpu", [None, "NVIDIA H200"])
 def test_broadcast_output_rows_of_16_byte_elements_run_aten(kept, shape, dims, dtype, runs, gpu):
