@@ -1238,7 +1238,7 @@ Device device_rules(int arch, bool tma, std::string const& name) {
 }
 
 std::vector<std::string> const& candidate_names() {
-  static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather", "lean", "words", "padded", "aten"};
+  static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather", "lean", "words", "fill", "padded", "aten"};
   return names;
 }
 
@@ -1256,6 +1256,7 @@ char const* kernel_name(Kernel k) {
     case Kernel::Gather: return "gather";
     case Kernel::Lean: return "lean";
     case Kernel::Words: return "words";
+    case Kernel::Fill: return "fill";
     case Kernel::NaiveCoalescedRead: return "naive_coalesced_read";
     case Kernel::NaiveCoalescedWrite: return "naive_coalesced_write";
     case Kernel::BankConflictRead: return "bank_conflict_read";
@@ -1360,6 +1361,7 @@ std::string Choice::config() const {
         << (problem->m_first ? ", m-tiles first" : "");
       break;
     }
+    case Kernel::Fill: o << "16-byte stores, each output row's one input element loaded once per warp"; break;
     case Kernel::Aten: o << "torch's own strided copy"; break;
     default: break;
   }
@@ -1391,6 +1393,18 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (!contiguous_rows_output(*c.problem)) return *why = "the output is not contiguous rows", std::nullopt;
       if (!aligned(c.problem->dst, 16)) return *why = "the output does not start on a 16-byte boundary", std::nullopt;
       c.width = 16;
+      return c;
+    }
+    case Kernel::Fill: {
+      if (!(c.problem = output_rows_problem(plan))) return *why = "more than 8 dims", std::nullopt;
+      if (c.problem->col_stride != 0 || c.problem->cols < 2)
+        return *why = "the input does not read the output's innermost dim with stride 0", std::nullopt;
+      if (!contiguous_rows_output(*c.problem)) return *why = "the output is not contiguous rows", std::nullopt;
+      if (fill_vectors_per_lane(c.problem->cols, c.problem->element_size) == 0)
+        return *why = "output rows of " + std::to_string(c.problem->cols * c.problem->element_size) +
+                      " bytes: a warp's 512 bytes would span more than 32 of them", std::nullopt;
+      if (!aligned(c.problem->dst, std::min(c.problem->element_size, 16)))
+        return *why = "the output does not start on a multiple of its element size", std::nullopt;
       return c;
     }
     default: break;
@@ -2129,20 +2143,31 @@ bool output_rows_repeat_one_element(Plan const& plan) {
   return plan.dims[plan.m].in == 0 && plan.dims[plan.m].size > 1;
 }
 
-// Realign picks (those every other rule leaves to it) whose output rows each repeat one input
-// element -- the input reads the output's innermost dim m with stride 0, an expand()ed view --
-// run gather. Realign stages the same input bytes in every tile of such a transpose by
-// cp.async, which bypasses L1: all of its blocks then load the same few L2 lines, 0.06-0.41 of
-// clone, behind ATen's copy (0.43-0.75). Gather's loads of the repeated elements hit L1.
-// Measured on an H200 (docs/PERFORMANCE.md, "Broadcast output rows leave realign"; the pick and
-// gather forced by name, bit-checked, beside clone and eager): the four such realign picks of
-// 199 sweep seeds (60001-60199; bfloat16, 66-463 MB) ran gather 1.9-14.7 x as fast (0.79-0.98
-// of clone), ahead of eager on each. Over 116 such cells of other picks (1- to 16-byte
-// elements), gather ran 0.56-1.15 x their speed (geomean per pick kernel), so the rule moves
-// realign's picks alone.
-std::optional<Choice> broadcast_rows_leave_realign(Plan const& plan, Choice const& pick, Device const& device) {
-  if (pick.kernel != Kernel::Realign || !output_rows_repeat_one_element(plan)) return std::nullopt;
-  return force(plan, Kernel::Gather, device, nullptr);
+// Output rows that each repeat one input element (above), of kFillRowBytes or more, run the fill
+// kernel (cuda/fill.cu) whatever the table ranks, but for the planner's 16-byte elements (a
+// dtype of 16 bytes: below; an innermost dim merged into 16 bytes: the table's pick): it stores
+// the output in whole 16-byte vectors and loads each row's element once per warp, so it moves
+// the output's bytes once where clone moves them twice. Tile kernels stage the repeated element
+// again and again (realign's cp.async, which bypasses L1, sends all of its blocks to the same
+// few L2 lines), and gather loads it once per output element. Measured on an H200
+// (docs/PERFORMANCE.md, "Output rows that repeat one element: the fill kernel"; each kernel
+// forced by name, bit-checked, the better of two rounds beside clone and eager), over 76 such
+// transposes of 1- to 8-byte elements from the sweep's seeds, 9-828 MB, rows of 24 bytes to 132 MB:
+// - rows of 48 bytes or more (64): fill 1.18-2.15 of clone (1.5 or more from 88 bytes), ahead of
+//   the pick before on all but one (bfloat16 rows of 240 bytes: 1.56 against lean's 1.61), and
+//   of eager on every one; the four realign picks among them (0.06-0.41) ran 1.93-2.14;
+// - rows of 24-32 bytes (12): behind the pick on 10 (0.82-0.97 x), so they stay with the table.
+// Six layouts of the kinds models make (a bias expanded over NHWC to NCHW, a padding mask, a key
+// expanded over the sequence, x.expand(...).contiguous()) ran 1.26-2.04 of clone, eager 0.31-0.81.
+constexpr int64_t kFillRowBytes = 48;
+
+constexpr char kFillReason[] = "output rows of 48 bytes or more that each repeat one input element: run fill";
+
+std::optional<Choice> fill_takes_broadcast_rows(Plan const& plan) {
+  if (!output_rows_repeat_one_element(plan) || plan.element_size == 16 ||
+      plan.dims[plan.m].size * plan.element_size < kFillRowBytes)
+    return std::nullopt;
+  return force(plan, Kernel::Fill, Device{}, nullptr);
 }
 
 // Picks of 16-byte elements whose output rows each repeat one input element (as above), other
@@ -2384,13 +2409,11 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
     if (explain) other.key = c.key, other.reason = c.reason + "; " + why;
     return other;
   };
+  if (auto fill = fill_takes_broadcast_rows(plan)) return instead(*fill, kFillReason);
   if (auto words = words_takes_elements(plan, c, device)) return instead(*words, kWordsReason);
   if (auto aten = wide_broadcast_rows_run_aten(plan, c, device))
     return instead(*aten, "16-byte elements whose output rows each repeat one input element, which ATen's copy "
                           "stores whole from cached loads: run ATen's copy");
-  if (auto gather = broadcast_rows_leave_realign(plan, c, device))
-    return instead(*gather, "output rows that each repeat one input element, whose every realign block would load "
-                            "the same few L2 lines: run gather");
   return c;
 }
 

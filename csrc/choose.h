@@ -31,6 +31,7 @@ enum class Kernel {
   Gather,      // any permute in output order: vector stores, each element loaded on its own (cuda/gather.cu)
   Lean,        // a short chain per thread: small work, and where the table ranks it (cuda/lean_transpose.cu)
   Words,       // 1- and 2-byte elements off the grid, packed into 4-byte words in shared memory (cuda/words.cu)
+  Fill,        // output rows that repeat one input element (the input reads their dim with stride 0) (cuda/fill.cu)
   // The seed ladder, only when asked for by name.
   NaiveCoalescedRead,
   NaiveCoalescedWrite,

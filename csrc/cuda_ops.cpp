@@ -50,6 +50,7 @@ void execute(Choice const& c, at::Tensor const& x, at::IntArrayRef perm, at::Ten
     case Kernel::Gather: C10_CUDA_CHECK(launch_gather(*c.problem, c.width, c.together, stream)); return;
     case Kernel::Lean: C10_CUDA_CHECK(launch_lean(*c.problem, c.width, c.out_width, c.shape, stream)); return;
     case Kernel::Words: C10_CUDA_CHECK(launch_words(*c.problem, c.shape, stream)); return;
+    case Kernel::Fill: C10_CUDA_CHECK(launch_fill(*c.problem, stream)); return;
     case Kernel::SeedCopy: C10_CUDA_CHECK(launch_copy(*c.problem, stream)); return;
 #define CUTE_TRANSPOSE_SEED_CASE(name, kernel) \
   case Kernel::kernel: C10_CUDA_CHECK(launch_##name(*c.problem, stream)); return;

@@ -130,4 +130,15 @@ constexpr TileShape kWordsShapes[] = {TileShape::Square, TileShape::Narrow};
 // each input row, 256 threads, for elements of 1-8 bytes.
 constexpr TileDims realign_tile(int element_size) { return {128, 256 / element_size, 256}; }
 
+// The Fill kernel's span (cuda/fill.cu): a warp stores 32 x U consecutive 16-byte vectors of
+// the output, whose rows (of `row` elements of `element_size` bytes) its 32 lanes load one each,
+// so a span may touch at most 32 rows: the largest U of 4, 2, 1 whose span covers no more
+// (32 U V <= 31 row, V = 16 / element_size), or 0 where rows are too short for any.
+constexpr int fill_vectors_per_lane(int64_t row, int element_size) {
+  int64_t const V = 16 / element_size;
+  for (int u = 4; u >= 1; u /= 2)
+    if (32 * u * V <= 31 * row) return u;
+  return 0;
+}
+
 }  // namespace cute_transpose

@@ -13,8 +13,8 @@ import torch
 
 import box_model
 import cute_transpose
-from conftest import (ONE_PER_SIZE, assert_bits_equal, call, dtype_id, element_size, needs_cuda, random_tensor,
-                      run_poisoned)
+from conftest import (ONE_PER_SIZE, assert_bits_equal, call, dtype_id, element_size, needs_cuda, poisoned,
+                      random_tensor, run_poisoned)
 
 KERNELS = cute_transpose.KERNELS
 TILE_SHAPES = ("square", "tall", "wide", "narrow", "short", "large", "column", "small")  # _permute_with(x, dims, "tile/<shape>")
@@ -363,14 +363,14 @@ def test_split_runs_only_where_its_square_tiles_are_more_than_a_quarter_full():
 # A broadcast input whose distinct bytes fit in 64 KiB, of a dtype of up to 4 bytes, runs gather
 # where the table picks ATen's copy (choose.cpp, broadcast_gather): every load hits the cache
 # and gather's 16-byte stores set the pace. Sizes are just beyond small work (2^20).
-BROADCAST_GATHER_CASES = [  # (kept shape, expanded shape, dims, dtype, runs gather)
-    ((1, 34), (40000, 34), (1, 0), torch.uint8, True),                    # 34 bytes
+BROADCAST_GATHER_CASES = [  # (kept shape, expanded shape, dims, dtype, runs gather; "fill" where that rule comes first)
+    ((1, 34), (40000, 34), (1, 0), torch.uint8, "fill"),                  # 34 bytes, in output rows that repeat one
     ((1, 188, 5), (1200, 188, 5), (2, 0, 1), torch.float32, True),         # 3760 bytes
     ((53, 476, 1), (53, 476, 48), (1, 2, 0), torch.uint8, True),           # 25228 bytes
     ((7, 1, 3), (7, 60000, 3), (1, 2, 0), torch.float16, True),            # 42 bytes
     ((1, 99318), (27, 99318), (1, 0), torch.float16, False),               # 198636 bytes
     ((3783, 19, 1), (3783, 19, 20), (2, 1, 0), torch.uint8, False),        # 71877 bytes
-    ((2, 2, 1), (2, 2, 300000), (0, 2, 1), torch.float32, True),           # merged into 8-byte elements
+    ((2, 2, 1), (2, 2, 300000), (0, 2, 1), torch.float32, "fill"),         # output rows that repeat one
     ((1, 7, 3), (60000, 7, 3), (0, 2, 1), torch.float64, False),           # 8-byte dtype
     ((1, 4), (2**17, 4), (1, 0), torch.bfloat16, False),                   # small work
     ((6, 1, 5), (6, 60000, 5), (1, 0, 2), torch.float32, False),           # the copy route
@@ -383,15 +383,18 @@ def broadcast_id(case):
 
 @pytest.mark.parametrize("case", BROADCAST_GATHER_CASES, ids=broadcast_id)
 def test_gather_runs_broadcast_inputs_whose_bytes_fit_the_cache(case):
-    kept, shape, dims, dtype, runs_gather = case
+    kept, shape, dims, dtype, runs = case
     x = torch.empty(kept, dtype=dtype, device="meta").expand(shape)
     info = cute_transpose.explain(x, dims)["cuda"]
-    assert (info["kernel"] == "gather") == runs_gather, info
-    assert ("a broadcast input of" in info["reason"]) == runs_gather, info["reason"]
+    if runs == "fill":  # output rows of 48 bytes or more that repeat one element (fill_takes_broadcast_rows)
+        assert info["kernel"] == "fill", info
+        return
+    assert (info["kernel"] == "gather") == runs, info
+    assert ("a broadcast input of" in info["reason"]) == runs, info["reason"]
 
 
 @needs_cuda
-@pytest.mark.parametrize("case", [c for c in BROADCAST_GATHER_CASES if c[4]], ids=broadcast_id)
+@pytest.mark.parametrize("case", [c for c in BROADCAST_GATHER_CASES if c[4] is True], ids=broadcast_id)
 def test_broadcast_inputs_that_run_gather_write_every_element(case):
     kept, shape, dims, dtype, _ = case
     x = random_tensor(kept, dtype, "cuda").expand(shape)
@@ -410,7 +413,7 @@ def test_only_aten_runs_on_the_cpu():
 
 def test_kernel_names_are_the_candidates():
     assert set(KERNELS) == {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather",
-                            "lean", "words", "padded", "aten"}
+                            "lean", "words", "fill", "padded", "aten"}
     assert set(cute_transpose.VARIANTS) == {"naive_coalesced_read", "naive_coalesced_write", "bank_conflict_read",
                                             "bank_conflict_write", "padded", "swizzled", "tma",
                                             "pipelined"}
@@ -960,7 +963,7 @@ def test_padded_bytes_in_lean_write_every_element(dtype, shape, dims, view, kern
     ((8190, 8192), (1, 0), torch.bfloat16, None, None),
     # 1-byte elements: the words kernel then takes them on both GPUs (words_takes_elements)
     ((9001, 3001), (1, 0), torch.uint8, None, "padded"),  # 1-byte elements, rows of 2048 bytes or more
-    ((9001, 3001), (1, 0), torch.uint8, "expand", "padded"),  # a broadcast input
+    ((2, 9001, 3001), (0, 2, 1), torch.uint8, "expand", "padded"),  # a broadcast input (its batch dim)
     ((116500, 410), (1, 0), torch.int8, None, "padded"),  # 410-byte input rows
     ((7439, 4309), (1, 0), torch.uint8, "offset", "padded"),
     ((105887, 165), (1, 0), torch.int8, None, None),  # input rows under 256 bytes
@@ -988,7 +991,7 @@ EIGHT_BYTES = (torch.float64, torch.int64, torch.complex64)
     ((252, 41209), (1, 0), "contiguous", (torch.bfloat16, torch.int16)),
     ((9001, 3001), (1, 0), "contiguous", (torch.uint8, torch.int8)),  # 1-byte elements into padded
     ((7439, 4309), (1, 0), "offset", (torch.uint8,)),
-    ((9001, 3001), (1, 0), "expand", (torch.int8,)),
+    ((2, 9001, 3001), (0, 2, 1), "expand", (torch.int8,)),
 ])
 @pytest.mark.parametrize("by_name", [False, True])
 def test_moved_realign_picks_write_every_element(shape, dims, view, dtypes, by_name):
@@ -1011,10 +1014,10 @@ def test_moved_realign_picks_write_every_element(shape, dims, view, dtypes, by_n
     ((14, 2, 79, 18, 3, 38), (3, 1, 5, 0, 4, 2), torch.int64, None, "split"),  # four batch dims: no lean
     ((41, 5, 57, 20, 20, 36), (5, 4, 3, 2, 1, 0), torch.float64, None, "split"),
     ((14, 2, 79, 18, 3, 38), (3, 1, 5, 0, 4, 2), torch.float64, "step", None),  # neither lean nor split
-    ((3001, 1473), (1, 0), torch.float64, "expand", "tile"),  # broadcast, rows of 2048 bytes or more
-    ((30442, 335), (1, 0), torch.int64, "expand", "tile"),
-    ((4137, 1987), (1, 0), torch.complex64, "expand", "tile"),
-    ((22849, 3, 2, 25), (1, 2, 3, 0), torch.float64, "expand", None),  # 1200-byte input rows
+    ((3, 3001, 1473), (0, 2, 1), torch.float64, "expand", "tile"),  # broadcast, rows of 2048 bytes or more
+    ((3, 30442, 335), (0, 2, 1), torch.int64, "expand", "tile"),
+    ((3, 4137, 1987), (0, 2, 1), torch.complex64, "expand", "tile"),
+    ((3, 22849, 3, 2, 25), (0, 2, 3, 4, 1), torch.float64, "expand", None),  # 1200-byte input rows
     ((16961, 106), (1, 0), torch.float64, "offset", None),  # 16961-element output rows
     ((801, 67, 2, 65), (0, 2, 3, 1), torch.float32, None, None),  # 4-byte elements
 ])
@@ -1030,8 +1033,8 @@ def test_explain_on_an_h200_moves_padded_picks(shape, dims, dtype, view, on_h200
     ((801, 67, 2, 65), (0, 2, 3, 1), "offset", (torch.complex64,), "lean"),
     ((801, 67, 2, 65), (0, 2, 3, 1), "stepped", (torch.float64,), "lean"),
     ((14, 2, 79, 18, 3, 38), (3, 1, 5, 0, 4, 2), "contiguous", EIGHT_BYTES, "split"),
-    ((3001, 1473), (1, 0), "expand", EIGHT_BYTES, "tile"),
-    ((30442, 335), (1, 0), "expand", (torch.int64,), "tile"),
+    ((3, 3001, 1473), (0, 2, 1), "expand", EIGHT_BYTES, "tile"),
+    ((3, 30442, 335), (0, 2, 1), "expand", (torch.int64,), "tile"),
 ])
 @pytest.mark.parametrize("by_name", [False, True])
 def test_moved_padded_picks_write_every_element(shape, dims, view, dtypes, kernel, by_name):
@@ -1470,21 +1473,27 @@ def test_gather_writes_every_element_in_order(dtype, case):
 
 
 # Realign picks whose output rows each repeat one input element (the input reads the output's
-# innermost dim with stride 0) run gather (choose.cpp, broadcast_rows_leave_realign); on every sm_90 GPU.
-@pytest.mark.parametrize("kept, shape, dims, gathers", [
-    ((1, 367), (434909, 367), (1, 0), True),               # the sweep's, 319 MB
-    ((2, 63, 541, 1), (2, 63, 541, 1271), (0, 2, 1, 3), True),
-    ((1, 367), (100001, 367), (1, 0), True),               # 73 MB
-    ((1, 367), (20001, 367), (1, 0), False),               # under 32 MiB: words
-    ((6007, 6011), (6007, 6011), (1, 0), False),           # nothing broadcast: realign stays
+# innermost dim with stride 0), as every other such transpose with rows of 48 bytes or more but
+# of 16-byte elements, run fill (choose.cpp, fill_takes_broadcast_rows); on every sm_90 GPU.
+@pytest.mark.parametrize("kept, shape, dims, dtype, runs", [
+    ((1, 367), (434909, 367), (1, 0), torch.bfloat16, "fill"),               # the sweep's, 319 MB, was realign
+    ((2, 63, 541, 1), (2, 63, 541, 1271), (0, 2, 1, 3), torch.bfloat16, "fill"),  # was realign
+    ((1, 367), (20001, 367), (1, 0), torch.bfloat16, "fill"),                # realign skipped (too few tiles)
+    ((1, 6, 65536), (12, 6, 65536), (1, 2, 0), torch.float32, "fill"),    # rows of 48 bytes
+    ((1, 6, 65536), (11, 6, 65536), (1, 2, 0), torch.float32, "!fill"),   # rows of 44 bytes
+    ((1, 6, 2048), (48, 6, 2048), (1, 2, 0), torch.uint8, "!fill"),       # small work (under 2^20 elements)
+    ((6007, 6011), (6007, 6011), (1, 0), torch.bfloat16, "realign"),          # nothing broadcast: realign stays
+    ((1, 909, 1), (36194, 909, 1), (1, 0, 2), torch.complex128, "aten"),     # 16-byte elements (below)
 ])
 @pytest.mark.parametrize("gpu", [None, "NVIDIA H200"])
-def test_broadcast_output_rows_leave_realign_for_gather(kept, shape, dims, gathers, gpu):
-    x = torch.empty(kept, dtype=torch.bfloat16, device="meta").expand(shape)
+def test_broadcast_output_rows_of_48_bytes_or_more_run_fill(kept, shape, dims, dtype, runs, gpu):
+    x = torch.empty(kept, dtype=dtype, device="meta").expand(shape)
     info = cute_transpose.explain(x, dims, gpu=gpu)["cuda"]
-    assert (info["kernel"] == "gather") == gathers, info
-    assert info["reason"].endswith("load the same few L2 lines: run gather") == gathers, info
-    assert "ranks realign" in info["reason"] or "skipped realign" in info["reason"], info  # the table's pick
+    if runs.startswith("!"):
+        assert info["kernel"] != runs[1:], info
+    else:
+        assert info["kernel"] == runs, info
+    assert info["reason"].endswith("each repeat one input element: run fill") == (runs == "fill"), info
 
 
 # Picks of 16-byte elements whose output rows each repeat one input element, but interleave's, run
@@ -1509,13 +1518,101 @@ def test_broadcast_output_rows_of_16_byte_elements_run_aten(kept, shape, dims, d
 
 
 @needs_cuda
-def test_broadcast_output_rows_that_leave_realign_write_every_element():
+def test_broadcast_output_rows_write_every_element():
     x = random_tensor((1, 367), torch.bfloat16, "cuda").expand(100001, 367)
-    assert cute_transpose.explain(x, (1, 0))["kernel"] == "gather"
+    assert cute_transpose.explain(x, (1, 0))["kernel"] == "fill"
     assert_permute_by_writes_every_element(None, x, (1, 0))
     y = random_tensor((1, 157, 1), torch.complex128, "cuda").expand(8461, 157, 1)
     assert cute_transpose.explain(y, (1, 0, 2))["kernel"] == "aten"
     assert_permute_by_writes_every_element(None, y, (1, 0, 2))
+
+
+# Output rows that repeat one input element (fill.cu): (base shape, expanded shape, dims), rows
+# from a few elements (under 17 bytes fill refuses them: a warp's 512 bytes would span more than
+# 32 rows) to several spans of 512-2048 bytes, rows walked over one or two dims.
+FILL_CASES = [
+    *(((1, 37), (m, 37), (1, 0)) for m in (2, 3, 7, 9, 15, 17, 33, 127, 129, 1025, 2049, 4111)),
+    ((3, 1, 5), (3, 300, 5), (2, 0, 1)),            # rows over two dims (5 x 3), 300 copies each
+    ((1, 4, 1, 6), (20, 4, 3, 6), (1, 3, 0, 2)),    # two expanded dims, merged into rows of 60
+]
+
+
+@needs_cuda
+@pytest.mark.parametrize("dtype", ONE_PER_SIZE, ids=dtype_id)
+@pytest.mark.parametrize("case", FILL_CASES, ids=lambda c: f"{c[0]}->{c[1]}{c[2]}")
+def test_fill_writes_every_element(dtype, case):
+    base_shape, expand_to, dims = case
+    fill = lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), "fill")  # noqa: E731
+    x = random_tensor(base_shape, dtype, "cuda").expand(expand_to)
+    row = 1  # elements of an output row: the output's innermost dims that x reads with stride 0
+    for d in reversed(dims):
+        if x.stride(d) != 0 and x.shape[d] != 1:
+            break
+        row *= x.shape[d]
+    if 31 * row * element_size(dtype) < 512:
+        with pytest.raises(RuntimeError, match="would span more than 32"):
+            fill(x)
+        return
+    ref = reference(x, dims)
+    assert_bits_equal(run_poisoned(fill, x, ref.shape), ref)
+    # a view one element into its storage, the last dim stepped by two
+    y = random_tensor((*base_shape[:-1], 2 * base_shape[-1] + 1), dtype, "cuda")[..., 1::2].expand(expand_to)
+    ref = reference(y, dims)
+    assert_bits_equal(run_poisoned(fill, y, ref.shape), ref)
+
+
+# An innermost dim of 2-16 bytes that stays innermost moves as one wider element (plan.cpp): rows
+# of (n, 4) pixels expanded over m, transposed, repeat one 4-, 8- or 16-byte element.
+@needs_cuda
+@pytest.mark.parametrize("dtype", ONE_PER_SIZE[:3], ids=dtype_id)
+def test_fill_writes_rows_of_merged_elements(dtype):
+    x = random_tensor((1, 50, 4), dtype, "cuda").expand(201, 50, 4)
+    info = json.loads(torch.ops.cute_transpose._explain(x, [1, 0, 2], 90, "fill"))
+    assert info["element_size"] == 4 * element_size(dtype), info
+    ref = reference(x, (1, 0, 2))
+    assert_bits_equal(run_poisoned(lambda t: torch.ops.cute_transpose._permute_with(t, [1, 0, 2], "fill"), x,
+                                   ref.shape), ref)
+
+
+# The fill kernel stores whole 16-byte vectors; the elements of an output off that grid before
+# its first vector and after its last are stored one by one. Beyond small work, through out=.
+@needs_cuda
+@pytest.mark.parametrize("offset", [1, 3])
+@pytest.mark.parametrize("dtype", ONE_PER_SIZE[:-1], ids=dtype_id)  # 16-byte elements run ATen's copy
+def test_fill_writes_outputs_off_the_16_byte_grid(dtype, offset):
+    x = random_tensor((1, 4099), dtype, "cuda").expand(301, 4099)  # rows of 301 elements
+    ref = reference(x, (1, 0))
+    assert cute_transpose.explain(x, (1, 0))["kernel"] == "fill"
+    buf = poisoned((ref.numel() + offset + 3,), dtype, "cuda")
+    out = buf[offset:offset + ref.numel()].view(ref.shape)
+    assert torch.ops.cute_transpose.permute.out(x, [1, 0], out=out) is out
+    assert_bits_equal(out, ref)
+    assert_bits_equal(buf[:offset], poisoned((offset,), dtype, "cuda"))  # nothing written before out
+    assert_bits_equal(buf[-3:], poisoned((3,), dtype, "cuda"))  # nor after it
+
+
+@pytest.mark.parametrize("make, dims", [
+    (lambda: torch.empty(300, 301), (1, 0)),
+    (lambda: torch.empty(1, 300).expand(5, 300), (0, 1)),  # expanded, but not the output's innermost dim
+])
+def test_fill_refuses_rows_of_distinct_elements(make, dims):
+    with pytest.raises(RuntimeError, match="does not read the output's innermost dim with stride 0"):
+        torch.ops.cute_transpose._explain(make(), list(dims), 90, "fill")
+
+
+# fill_takes_broadcast_rows on the copy route too (x.expand(...).contiguous()), and on GPUs
+# without TMA.
+@pytest.mark.parametrize("make, dims, picks", [
+    (lambda: torch.empty(4096, 1).expand(4096, 1024), (0, 1), True),       # x.expand(...).contiguous()
+    (lambda: torch.empty(1, 367, dtype=torch.bfloat16).expand(434909, 367), (1, 0), True),
+    (lambda: torch.empty(1, 4096).expand(1024, 4096), (0, 1), False),      # rows of distinct elements
+    (lambda: torch.empty(1, 2 ** 20).expand(3, 2 ** 20), (1, 0), False),  # rows of 12 bytes
+])
+@pytest.mark.parametrize("arch", [90, 80])
+def test_explain_runs_fill_on_every_gpu(make, dims, picks, arch):
+    info = json.loads(torch.ops.cute_transpose._explain(make(), list(dims), arch, ""))
+    assert (info["kernel"] == "fill") == picks, info
+    assert info["reason"].endswith("each repeat one input element: run fill") == picks, info
 
 
 def test_gather_needs_an_output_on_the_16_byte_grid():

@@ -58,7 +58,8 @@ OFF_GRID_OUT_CASES = {  # named after the kernel an aligned output takes (H100 r
     "interleave_pack": (lambda: random_tensor((4, 3, 512, 512), torch.uint8, "cuda"), (0, 2, 3, 1)),
     "interleave_unpack": (lambda: random_tensor((4, 512, 512, 3), torch.float32, "cuda"), (0, 3, 1, 2)),
     "rows": (lambda: random_tensor((64, 128, 256), torch.float16, "cuda"), (1, 0, 2)),
-    "gather": (lambda: random_tensor((1, 367), torch.bfloat16, "cuda").expand(100001, 367), (1, 0)),
+    "gather": (lambda: random_tensor((1, 188, 5), torch.float32, "cuda").expand(1200, 188, 5), (2, 0, 1)),
+    "fill": (lambda: random_tensor((1, 367), torch.bfloat16, "cuda").expand(100001, 367), (1, 0)),
     "split": (lambda: random_tensor((4, 3, 64, 2, 64, 16), torch.float32, "cuda"), (5, 3, 1, 4, 2, 0)),
 }
 

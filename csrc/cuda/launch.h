@@ -62,6 +62,11 @@ cudaError_t launch_rows(Problem const& p, int width, int max_threads, bool toget
 // 16-byte boundary), every element read on its own; `together` as for launch_rows.
 cudaError_t launch_gather(Problem const& p, int width, bool together, cudaStream_t stream);
 
+// Output rows that each repeat one input element (fill.cu): the contiguous (batch..., M, N) output
+// of a Problem whose input reads N with stride 0, as a flat run of aligned 16-byte stores, each
+// row's element loaded once by each warp that writes the row.
+cudaError_t launch_fill(Problem const& p, cudaStream_t stream);
+
 // One side of `channels` elements, interleaved (interleave.cuh): `pack` moves the planes (rows
 // of the Problem's m) into the interleaved output, or else the interleaved input (n) into planes,
 // in 16-byte vectors (width 16) or one element per access (width = the element size).
