@@ -2153,7 +2153,7 @@ bool output_rows_repeat_one_element(Plan const& plan) {
 // (docs/PERFORMANCE.md, "Output rows that repeat one element: the fill kernel"; each kernel
 // forced by name, bit-checked, the better of two rounds beside clone and eager), over 76 such
 // transposes of 1- to 8-byte elements from the sweep's seeds, 9-828 MB, rows of 24 bytes to 132 MB:
-// - rows of 48 bytes or more (64): fill 1.18-2.15 of clone (1.5 or more from 88 bytes), ahead of
+// - rows of 48 bytes or more (64): fill 1.18-2.15 of clone (1.68 or more from 1 KB), ahead of
 //   the pick before on all but one (bfloat16 rows of 240 bytes: 1.56 against lean's 1.61), and
 //   of eager on every one; the four realign picks among them (0.06-0.41) ran 1.93-2.14;
 // - rows of 24-32 bytes (12): behind the pick on 10 (0.82-0.97 x), so they stay with the table.
