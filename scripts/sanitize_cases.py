@@ -153,6 +153,19 @@ def main() -> int:
                 view = x.cuda()[..., cut]
                 results.append(check(lambda: torch.ops.cute_transpose._permute_with(view, list(dims), kernel), want,
                                      f"permute[{kernel}] {dtype} {shape}[..., {cut}] {dims}", "cannot run"))
+    # The fill kernel: output rows that repeat one element (expanded views), rows over one and two
+    # dims, several blocks, and an output 3 elements off the 16-byte grid (out=, beyond small work:
+    # the chooser's pick), whose first and last elements are stored one by one.
+    for dtype in DTYPES:
+        for base, expanded, dims in (((1, 37), (1029, 37), (1, 0)), ((3, 1, 5), (3, 700, 5), (2, 0, 1)),
+                                     ((1, 50, 4), (201, 50, 4), (1, 0, 2))):
+            x = torch.randint(0, 100, base).to(dtype).expand(expanded)
+            results.append(check(lambda: torch.ops.cute_transpose._permute_with(x.cuda(), list(dims), "fill"),
+                                 x.permute(dims).contiguous(), f"permute[fill] {dtype} {expanded} {dims}", "cannot run"))
+        x = torch.randint(0, 100, (1, 4099)).to(dtype).expand(301, 4099)
+        buf = torch.zeros(x.numel() + 3, dtype=dtype, device="cuda")
+        results.append(check(lambda: torch.ops.cute_transpose.permute.out(x.cuda(), [1, 0], out=buf[3:].view(4099, 301)),
+                             x.t().contiguous(), f"permute.out[off the grid] {dtype} (301, 4099)", "cannot run"))
     results += model_rule_cases()
     checked = [r for r in results if r is not None]
     bad = checked.count(False)
