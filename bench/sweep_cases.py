@@ -12,7 +12,9 @@ elements anywhere, including the innermost input dim and the innermost output di
 and short-wide matrices (2-8 on the short side); sizes rounded to multiples of 16, odd or prime;
 strided inputs (a slice with a storage offset, a stepped slice, a transposed base, an expanded
 dim); totals from 2^16 to 2^28 elements, at most 2 GiB per tensor. Cells whose permuted view is
-already contiguous are dropped (eager returns its input there, without copying).
+already contiguous are dropped (eager returns its input there, without copying). Not jointly:
+a family takes its element size and its view from one index into both cycles, so with the
+full sweep's 27 families every expanded view is bfloat16 (whatever the seed).
 
 Plain Python, no torch.
 """
