@@ -2181,8 +2181,8 @@ std::optional<Choice> fill_takes_broadcast_rows(Plan const& plan) {
 // the dtype's own elements, one at a time (0.65-1.29 of clone on three such bfloat16 cells of the
 // H200's sweep, where the rows kernel ran 1.69-2.13).
 std::optional<Choice> wide_broadcast_rows_run_aten(Plan const& plan, Choice const& pick, Device const& device) {
-  if (plan.element_size != 16 || tensor_element_size(plan) != 16 || !output_rows_repeat_one_element(plan) ||
-      pick.kernel == Kernel::Aten || pick.kernel == Kernel::Interleave)
+  if (tensor_element_size(plan) != 16 || !output_rows_repeat_one_element(plan) || pick.kernel == Kernel::Aten ||
+      pick.kernel == Kernel::Interleave)
     return std::nullopt;
   return force(plan, Kernel::Aten, device, nullptr);
 }
