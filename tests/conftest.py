@@ -196,6 +196,17 @@ def run_poisoned(fn, x, out_shape):
     return out
 
 
+def assert_writes_only_out(run, ref, offset):
+    """run(out) into a contiguous `out` that starts `offset` elements into a poisoned buffer, with
+    3 more after it: run returns `out` itself, holding ref's bits, and nothing around it changed."""
+    buf = poisoned((ref.numel() + offset + 3,), ref.dtype, ref.device)
+    out = buf[offset:offset + ref.numel()].view(ref.shape)
+    assert run(out) is out
+    assert_bits_equal(out, ref)
+    assert_bits_equal(buf[:offset], poisoned((offset,), ref.dtype, ref.device))  # nothing written before out
+    assert_bits_equal(buf[-3:], poisoned((3,), ref.dtype, ref.device))  # nor after it
+
+
 def as_bytes(t):
     """The bits of a contiguous tensor, as (..., element bytes) uint8."""
     assert t.is_contiguous()

@@ -13,8 +13,8 @@ import torch
 
 import box_model
 import cute_transpose
-from conftest import (ONE_PER_SIZE, assert_bits_equal, call, dtype_id, element_size, needs_cuda, poisoned,
-                      random_tensor, run_poisoned)
+from conftest import (ONE_PER_SIZE, assert_bits_equal, assert_writes_only_out, call, dtype_id, element_size,
+                      needs_cuda, random_tensor, run_poisoned)
 
 KERNELS = cute_transpose.KERNELS
 TILE_SHAPES = ("square", "tall", "wide", "narrow", "short", "large", "column", "small")  # _permute_with(x, dims, "tile/<shape>")
@@ -1472,6 +1472,18 @@ def test_gather_writes_every_element_in_order(dtype, case):
     check(y.expand(expand_to) if expand_to else y)
 
 
+def check_broadcast_rows_pick(kept, shape, dims, dtype, gpu, runs, rule_runs, rule_reason):
+    """explain's pick for `kept` expanded to `shape`, permuted: `runs` ("!k": anything but k), for a
+    reason that ends in the rule's `rule_reason` exactly where `runs` is the rule's kernel."""
+    x = torch.empty(kept, dtype=dtype, device="meta").expand(shape)
+    info = cute_transpose.explain(x, dims, gpu=gpu)["cuda"]
+    if runs.startswith("!"):
+        assert info["kernel"] != runs[1:], info
+    else:
+        assert info["kernel"] == runs, info
+    assert info["reason"].endswith(rule_reason) == (runs == rule_runs), info
+
+
 # Realign picks whose output rows each repeat one input element (the input reads the output's
 # innermost dim with stride 0), as every other such transpose with rows of 48 bytes or more but
 # of 16-byte elements, run fill (choose.cpp, fill_takes_broadcast_rows); on every sm_90 GPU.
@@ -1487,13 +1499,7 @@ def test_gather_writes_every_element_in_order(dtype, case):
 ])
 @pytest.mark.parametrize("gpu", [None, "NVIDIA H200"])
 def test_broadcast_output_rows_of_48_bytes_or_more_run_fill(kept, shape, dims, dtype, runs, gpu):
-    x = torch.empty(kept, dtype=dtype, device="meta").expand(shape)
-    info = cute_transpose.explain(x, dims, gpu=gpu)["cuda"]
-    if runs.startswith("!"):
-        assert info["kernel"] != runs[1:], info
-    else:
-        assert info["kernel"] == runs, info
-    assert info["reason"].endswith("each repeat one input element: run fill") == (runs == "fill"), info
+    check_broadcast_rows_pick(kept, shape, dims, dtype, gpu, runs, "fill", "each repeat one input element: run fill")
 
 
 # Picks of 16-byte elements whose output rows each repeat one input element, but interleave's, run
@@ -1508,13 +1514,8 @@ def test_broadcast_output_rows_of_48_bytes_or_more_run_fill(kept, shape, dims, d
 ])
 @pytest.mark.parametrize("gpu", [None, "NVIDIA H200"])
 def test_broadcast_output_rows_of_16_byte_elements_run_aten(kept, shape, dims, dtype, runs, gpu):
-    x = torch.empty(kept, dtype=dtype, device="meta").expand(shape)
-    info = cute_transpose.explain(x, dims, gpu=gpu)["cuda"]
-    if runs.startswith("!"):
-        assert info["kernel"] != runs[1:], info
-    else:
-        assert info["kernel"] == runs, info
-    assert info["reason"].endswith("stores whole from cached loads: run ATen's copy") == (runs == "aten"), info
+    check_broadcast_rows_pick(kept, shape, dims, dtype, gpu, runs, "aten",
+                              "stores whole from cached loads: run ATen's copy")
 
 
 @needs_cuda
@@ -1581,14 +1582,9 @@ def test_fill_writes_rows_of_merged_elements(dtype):
 @pytest.mark.parametrize("dtype", ONE_PER_SIZE[:-1], ids=dtype_id)  # 16-byte elements run ATen's copy
 def test_fill_writes_outputs_off_the_16_byte_grid(dtype, offset):
     x = random_tensor((1, 4099), dtype, "cuda").expand(301, 4099)  # rows of 301 elements
-    ref = reference(x, (1, 0))
     assert cute_transpose.explain(x, (1, 0))["kernel"] == "fill"
-    buf = poisoned((ref.numel() + offset + 3,), dtype, "cuda")
-    out = buf[offset:offset + ref.numel()].view(ref.shape)
-    assert torch.ops.cute_transpose.permute.out(x, [1, 0], out=out) is out
-    assert_bits_equal(out, ref)
-    assert_bits_equal(buf[:offset], poisoned((offset,), dtype, "cuda"))  # nothing written before out
-    assert_bits_equal(buf[-3:], poisoned((3,), dtype, "cuda"))  # nor after it
+    assert_writes_only_out(lambda out: torch.ops.cute_transpose.permute.out(x, [1, 0], out=out),
+                           reference(x, (1, 0)), offset)
 
 
 @pytest.mark.parametrize("make, dims", [

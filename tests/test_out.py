@@ -5,8 +5,8 @@ CPU always; CUDA where a GPU is present."""
 import pytest
 import torch
 
-from conftest import (DEVICES, ONE_PER_SIZE, assert_bits_equal, call, dtype_id, expected,
-                      needs_cuda, poisoned, random_tensor)
+from conftest import (DEVICES, ONE_PER_SIZE, assert_bits_equal, assert_writes_only_out, call, dtype_id,
+                      expected, needs_cuda, poisoned, random_tensor)
 
 # name -> (op, input shape, dims)
 OUT_CASES = {
@@ -34,17 +34,10 @@ def test_out(device, case, dtype):
     assert out.data_ptr() == ptr
     assert_bits_equal(out, ref)
     # Through torch.ops, into a contiguous out that starts inside a bigger buffer.
-    buf = poisoned((ref.numel() + 6,), dtype, device)
-    out = buf[3:3 + ref.numel()].view(ref.shape)
     if kind == "permute":
-        res = torch.ops.cute_transpose.permute.out(x, list(dims), out=out)
+        assert_writes_only_out(lambda out: torch.ops.cute_transpose.permute.out(x, list(dims), out=out), ref, 3)
     else:
-        res = torch.ops.cute_transpose.transpose.out(x, *dims, out=out)
-    assert res is out
-    assert_bits_equal(out, ref)
-    untouched = poisoned((3,), dtype, device)
-    assert_bits_equal(buf[:3], untouched)  # nothing written before out
-    assert_bits_equal(buf[-3:], untouched)  # nor after it
+        assert_writes_only_out(lambda out: torch.ops.cute_transpose.transpose.out(x, *dims, out=out), ref, 3)
 
 
 # Beyond small work (2^20 elements and more), where the chooser's kernels store 16-byte vectors
@@ -71,12 +64,7 @@ def test_out_off_the_16_byte_grid_beyond_small_work(case, offset):
     make, dims = OFF_GRID_OUT_CASES[case]
     x = make()
     ref = expected("permute", x, dims)
-    buf = poisoned((ref.numel() + offset + 3,), x.dtype, "cuda")
-    out = buf[offset:offset + ref.numel()].view(ref.shape)
-    assert torch.ops.cute_transpose.permute.out(x, list(dims), out=out) is out
-    assert_bits_equal(out, ref)
-    assert_bits_equal(buf[:offset], poisoned((offset,), x.dtype, "cuda"))  # nothing written before out
-    assert_bits_equal(buf[-3:], poisoned((3,), x.dtype, "cuda"))  # nor after it
+    assert_writes_only_out(lambda out: torch.ops.cute_transpose.permute.out(x, list(dims), out=out), ref, offset)
 
 
 @pytest.mark.parametrize("kind", ["permute", "transpose"])
