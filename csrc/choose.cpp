@@ -1370,6 +1370,12 @@ std::string Choice::config() const {
 
 std::string class_key(Plan const& plan) { return classify(plan).text(); }
 
+// Every output row repeats one input element: the input reads the output's innermost dim (two
+// or more elements) with stride 0.
+bool output_rows_repeat_one_element(Plan const& plan) {
+  return plan.dims[plan.m].in == 0 && plan.dims[plan.m].size > 1;
+}
+
 std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& device, std::string* why,
                             std::optional<TileShape> shape) {
   Choice c;
@@ -1396,9 +1402,9 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       return c;
     }
     case Kernel::Fill: {
-      if (!(c.problem = output_rows_problem(plan))) return *why = "more than 8 dims", std::nullopt;
-      if (c.problem->col_stride != 0 || c.problem->cols < 2)
+      if (!output_rows_repeat_one_element(plan))
         return *why = "the input does not read the output's innermost dim with stride 0", std::nullopt;
+      if (!(c.problem = output_rows_problem(plan))) return *why = "more than 8 dims", std::nullopt;
       if (!contiguous_rows_output(*c.problem)) return *why = "the output is not contiguous rows", std::nullopt;
       if (fill_vectors_per_lane(c.problem->cols, c.problem->element_size) == 0)
         return *why = "output rows of " + std::to_string(c.problem->cols * c.problem->element_size) +
@@ -2137,20 +2143,14 @@ bool gather_takes_gapped_packs(Class const& cls, Choice const& pick, Device cons
          cls.element_interleave() && cls.gaps;
 }
 
-// Every output row repeats one input element: the input reads the output's innermost dim (two
-// or more elements) with stride 0.
-bool output_rows_repeat_one_element(Plan const& plan) {
-  return plan.dims[plan.m].in == 0 && plan.dims[plan.m].size > 1;
-}
-
-// Output rows that each repeat one input element (above), of kFillRowBytes or more, run the fill
-// kernel (cuda/fill.cu) whatever the table ranks, but for the planner's 16-byte elements (a
-// dtype of 16 bytes: below; an innermost dim merged into 16 bytes: the table's pick): it stores
-// the output in whole 16-byte vectors and loads each row's element once per warp, so it moves
-// the output's bytes once where clone moves them twice. Tile kernels stage the repeated element
-// again and again (realign's cp.async, which bypasses L1, sends all of its blocks to the same
-// few L2 lines), and gather loads it once per output element. Measured on an H200
-// (docs/PERFORMANCE.md, "Output rows that repeat one element: the fill kernel"; each kernel
+// Output rows that each repeat one input element (as force's Fill case checks), of kFillRowBytes
+// or more, run the fill kernel (cuda/fill.cu) whatever the table ranks, but for the planner's
+// 16-byte elements (a dtype of 16 bytes: below; an innermost dim merged into 16 bytes: the
+// table's pick): it stores the output in whole 16-byte vectors and loads each row's element once
+// per warp, so it moves the output's bytes once where clone moves them twice. Tile kernels stage
+// the repeated element again and again (realign's cp.async, which bypasses L1, sends all of its
+// blocks to the same few L2 lines), and gather loads it once per output element. Measured on an
+// H200 (docs/PERFORMANCE.md, "Output rows that repeat one element: the fill kernel"; each kernel
 // forced by name, bit-checked, the better of two rounds beside clone and eager), over 76 such
 // transposes of 1- to 8-byte elements from the sweep's seeds, 9-828 MB, rows of 24 bytes to 132 MB:
 // - rows of 48 bytes or more (64): fill 1.18-2.15 of clone (1.68 or more from 1 KB), ahead of
