@@ -1361,7 +1361,10 @@ std::string Choice::config() const {
         << (problem->m_first ? ", m-tiles first" : "");
       break;
     }
-    case Kernel::Fill: o << "16-byte stores, each output row's one input element loaded once per warp"; break;
+    case Kernel::Fill:
+      o << "16-byte stores, each output row's one input element loaded once per "
+        << (lanes ? "lane, by the lanes whose vectors it reaches" : "warp");
+      break;
     case Kernel::Aten: o << "torch's own strided copy"; break;
     default: break;
   }
@@ -1406,9 +1409,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
         return *why = "the input does not read the output's innermost dim with stride 0", std::nullopt;
       if (!(c.problem = output_rows_problem(plan))) return *why = "more than 8 dims", std::nullopt;
       if (!contiguous_rows_output(*c.problem)) return *why = "the output is not contiguous rows", std::nullopt;
-      if (fill_vectors_per_lane(c.problem->cols, c.problem->element_size) == 0)
-        return *why = "output rows of " + std::to_string(c.problem->cols * c.problem->element_size) +
-                      " bytes: a warp's 512 bytes would span more than 32 of them", std::nullopt;
+      c.lanes = fill_vectors_per_lane(c.problem->cols, c.problem->element_size) == 0;  // rows too short for a span
       if (!aligned(c.problem->dst, std::min(c.problem->element_size, 16)))
         return *why = "the output does not start on a multiple of its element size", std::nullopt;
       return c;

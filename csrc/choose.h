@@ -56,6 +56,7 @@ struct Choice {
   TileShape shape = TileShape::Square;  // Tile, Lean, Split
   int threads = 0;                    // Rows: the most threads a block of 16-byte vectors takes
   bool together = false;              // Rows, Gather: blocks read neighbouring runs together (index_walk.cuh)
+  bool lanes = false;                 // Fill: each lane loads its own vector's rows (cuda/fill.cu)
   int channels = 0;                   // Interleave: the short side's length C
   bool pack = false;                  // Interleave: planes -> interleaved (true) or back
   std::optional<Problem> problem;     // every kernel but Box and Aten

@@ -50,7 +50,7 @@ void execute(Choice const& c, at::Tensor const& x, at::IntArrayRef perm, at::Ten
     case Kernel::Gather: C10_CUDA_CHECK(launch_gather(*c.problem, c.width, c.together, stream)); return;
     case Kernel::Lean: C10_CUDA_CHECK(launch_lean(*c.problem, c.width, c.out_width, c.shape, stream)); return;
     case Kernel::Words: C10_CUDA_CHECK(launch_words(*c.problem, c.shape, stream)); return;
-    case Kernel::Fill: C10_CUDA_CHECK(launch_fill(*c.problem, stream)); return;
+    case Kernel::Fill: C10_CUDA_CHECK(launch_fill(*c.problem, c.lanes, stream)); return;
     case Kernel::SeedCopy: C10_CUDA_CHECK(launch_copy(*c.problem, stream)); return;
 #define CUTE_TRANSPOSE_SEED_CASE(name, kernel) \
   case Kernel::kernel: C10_CUDA_CHECK(launch_##name(*c.problem, stream)); return;
@@ -119,7 +119,9 @@ using CudaOps = PlanOps<RunCuda>;
 // "split/<shape>" the Split kernel in one of the first five, "lean/<shape>" the Lean kernel in
 // one of its own (square, tall, wide, large), "words/<shape>" the Words kernel in one of its two
 // (square, narrow), "rows/together" and "gather/together" those
-// kernels with their blocks in the neighbours-together order.
+// kernels with their blocks in the neighbours-together order, "fill/lanes" the Fill kernel in
+// its lanes form (each lane loads its own vector's rows; the only form for rows of a vector or
+// less, named for rows long enough for the span form too).
 at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::string_view name) {
   auto const perm = checked_permutation(x, dims, "_permute_with");
   std::string const full(name);
@@ -130,11 +132,13 @@ at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::str
       kernel == Kernel::Tile || kernel == Kernel::Lean || kernel == Kernel::Split || kernel == Kernel::Words;
   bool const together = slash != std::string::npos && full.substr(slash + 1) == "together" &&
                         (kernel == Kernel::Rows || kernel == Kernel::Gather);
-  TORCH_CHECK(kernel && is_candidate(*kernel) && (slash == std::string::npos || (takes_shape && shape) || together),
+  bool const lanes = slash != std::string::npos && full.substr(slash + 1) == "lanes" && kernel == Kernel::Fill;
+  TORCH_CHECK(kernel && is_candidate(*kernel) &&
+                  (slash == std::string::npos || (takes_shape && shape) || together || lanes),
               "cute_transpose._permute_with: unknown kernel '", name, "'; the candidates are ",
               c10::Join(", ", candidate_names()), ", tile/<square|tall|wide|narrow|short|large|column|small>, ",
-              "split/<square|tall|wide|narrow|short>, lean/<square|tall|wide|large>, words/<square|narrow>, rows/together and ",
-              "gather/together");
+              "split/<square|tall|wide|narrow|short>, lean/<square|tall|wide|large>, words/<square|narrow>, rows/together, ",
+              "gather/together and fill/lanes");
   at::Tensor out = new_result(x, perm);
   if (out.numel() == 0) return out;
   c10::cuda::CUDAGuard guard(out.device());
@@ -149,6 +153,7 @@ at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::str
   auto choice = force(*plan, *kernel, device_info(), &why, shape);  // also where choose() would not offer it
   TORCH_CHECK(choice, "cute_transpose._permute_with: the ", name, " kernel cannot run this permute: ", why);
   choice->together = together;
+  choice->lanes = choice->lanes || lanes;
   execute(*choice, x, perm, out);
   return out;
 }

@@ -141,4 +141,11 @@ constexpr int fill_vectors_per_lane(int64_t row, int element_size) {
   return 0;
 }
 
+// The Fill kernel's lanes form (cuda/fill.cu): a lane's 16-byte vector of V = 16 / element_size
+// elements, starting anywhere in a row of `row` >= 2 elements, touches at most this many rows.
+constexpr int fill_rows_per_vector(int64_t row, int element_size) {
+  int64_t const V = 16 / element_size;
+  return 1 + int((row + V - 2) / row);
+}
+
 }  // namespace cute_transpose

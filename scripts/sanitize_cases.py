@@ -154,14 +154,18 @@ def main() -> int:
                 results.append(check(lambda: torch.ops.cute_transpose._permute_with(view, list(dims), kernel), want,
                                      f"permute[{kernel}] {dtype} {shape}[..., {cut}] {dims}", "cannot run"))
     # The fill kernel: output rows that repeat one element (expanded views), rows over one and two
-    # dims, several blocks, and an output 3 elements off the 16-byte grid (out=, beyond small work:
-    # the chooser's pick), whose first and last elements are stored one by one.
+    # dims, several blocks, both forms (rows of 3 and 5 elements, which only the lanes form runs
+    # for elements of up to 4 and 2 bytes), and an output 3 elements off the 16-byte grid (out=,
+    # beyond small work: the chooser's pick), whose first and last elements are stored one by one.
     for dtype in DTYPES:
         for base, expanded, dims in (((1, 37), (1029, 37), (1, 0)), ((3, 1, 5), (3, 700, 5), (2, 0, 1)),
-                                     ((1, 50, 4), (201, 50, 4), (1, 0, 2))):
+                                     ((1, 50, 4), (201, 50, 4), (1, 0, 2)), ((7, 1, 901), (7, 3, 901), (0, 2, 1)),
+                                     ((1, 3001), (5, 3001), (1, 0))):
             x = torch.randint(0, 100, base).to(dtype).expand(expanded)
-            results.append(check(lambda: torch.ops.cute_transpose._permute_with(x.cuda(), list(dims), "fill"),
-                                 x.permute(dims).contiguous(), f"permute[fill] {dtype} {expanded} {dims}", "cannot run"))
+            for name in ("fill", "fill/lanes"):
+                results.append(check(lambda: torch.ops.cute_transpose._permute_with(x.cuda(), list(dims), name),
+                                     x.permute(dims).contiguous(), f"permute[{name}] {dtype} {expanded} {dims}",
+                                     "cannot run"))
         x = torch.randint(0, 100, (1, 4099)).to(dtype).expand(301, 4099)
         buf = torch.zeros(x.numel() + 3, dtype=dtype, device="cuda")
         results.append(check(lambda: torch.ops.cute_transpose.permute.out(x.cuda(), [1, 0], out=buf[3:].view(4099, 301)),

@@ -1529,37 +1529,56 @@ def test_broadcast_output_rows_write_every_element():
 
 
 # Output rows that repeat one input element (fill.cu): (base shape, expanded shape, dims), rows
-# from a few elements (under 17 bytes fill refuses them: a warp's 512 bytes would span more than
-# 32 rows) to several spans of 512-2048 bytes, rows walked over one or two dims.
+# from two elements (under 17 bytes only the lanes form runs them: a warp's span of 512 bytes
+# would reach more than 32 rows) to several spans of 512-2048 bytes, rows walked over one or two
+# dims.
 FILL_CASES = [
-    *(((1, 37), (m, 37), (1, 0)) for m in (2, 3, 7, 9, 15, 17, 33, 127, 129, 1025, 2049, 4111)),
+    *(((1, 37), (m, 37), (1, 0)) for m in (2, 3, 5, 7, 9, 15, 17, 33, 127, 129, 1025, 2049, 4111)),
     ((3, 1, 5), (3, 300, 5), (2, 0, 1)),            # rows over two dims (5 x 3), 300 copies each
     ((1, 4, 1, 6), (20, 4, 3, 6), (1, 3, 0, 2)),    # two expanded dims, merged into rows of 60
+    ((7, 1, 9), (7, 3, 9), (0, 2, 1)),              # rows of 3: a uint8 vector reaches up to 6 of them
 ]
 
 
-@needs_cuda
-@pytest.mark.parametrize("dtype", ONE_PER_SIZE, ids=dtype_id)
-@pytest.mark.parametrize("case", FILL_CASES, ids=lambda c: f"{c[0]}->{c[1]}{c[2]}")
-def test_fill_writes_every_element(dtype, case):
-    base_shape, expand_to, dims = case
-    fill = lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), "fill")  # noqa: E731
-    x = random_tensor(base_shape, dtype, "cuda").expand(expand_to)
-    row = 1  # elements of an output row: the output's innermost dims that x reads with stride 0
+def fill_row_elements(x, dims):
+    """The elements of an output row: the output's innermost dims that x reads with stride 0."""
+    row = 1
     for d in reversed(dims):
         if x.stride(d) != 0 and x.shape[d] != 1:
             break
         row *= x.shape[d]
-    if 31 * row * element_size(dtype) < 512:
-        with pytest.raises(RuntimeError, match="would span more than 32"):
-            fill(x)
-        return
+    return row
+
+
+@needs_cuda
+@pytest.mark.parametrize("name", ["fill", "fill/lanes"])
+@pytest.mark.parametrize("dtype", ONE_PER_SIZE, ids=dtype_id)
+@pytest.mark.parametrize("case", FILL_CASES, ids=lambda c: f"{c[0]}->{c[1]}{c[2]}")
+def test_fill_writes_every_element(dtype, case, name):
+    base_shape, expand_to, dims = case
+    fill = lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), name)  # noqa: E731
+    x = random_tensor(base_shape, dtype, "cuda").expand(expand_to)
     ref = reference(x, dims)
     assert_bits_equal(run_poisoned(fill, x, ref.shape), ref)
     # a view one element into its storage, the last dim stepped by two
     y = random_tensor((*base_shape[:-1], 2 * base_shape[-1] + 1), dtype, "cuda")[..., 1::2].expand(expand_to)
     ref = reference(y, dims)
     assert_bits_equal(run_poisoned(fill, y, ref.shape), ref)
+
+
+# Which form "fill" runs: the warp's span where a span of 512 bytes reaches at most 32 rows
+# (fill_vectors_per_lane), else each lane on its own.
+@pytest.mark.parametrize("dtype", ONE_PER_SIZE, ids=dtype_id)
+@pytest.mark.parametrize("case", FILL_CASES, ids=lambda c: f"{c[0]}->{c[1]}{c[2]}")
+def test_fill_runs_its_lanes_form_where_a_span_would_reach_more_than_32_rows(dtype, case):
+    base_shape, expand_to, dims = case
+    x = torch.empty(base_shape, dtype=dtype, device="meta").expand(expand_to)
+    info = json.loads(torch.ops.cute_transpose._explain(x, list(dims), 90, "fill"))
+    row_bytes = fill_row_elements(x, dims) * element_size(dtype)
+    assert info["element_size"] == element_size(dtype), info  # these rows merge nothing
+    lanes = 31 * row_bytes < 512
+    assert info["config"].endswith("loaded once per lane, by the lanes whose vectors it reaches" if lanes
+                                   else "loaded once per warp"), (row_bytes, info)
 
 
 # An innermost dim of 2-16 bytes that stays innermost moves as one wider element (plan.cpp): rows

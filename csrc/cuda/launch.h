@@ -64,8 +64,8 @@ cudaError_t launch_gather(Problem const& p, int width, bool together, cudaStream
 
 // Output rows that each repeat one input element (fill.cu): the contiguous (batch..., M, N) output
 // of a Problem whose input reads N with stride 0, as a flat run of aligned 16-byte stores, each
-// row's element loaded once by each warp that writes the row.
-cudaError_t launch_fill(Problem const& p, cudaStream_t stream);
+// row's element loaded once by each warp that writes the row, or with `lanes` by each lane.
+cudaError_t launch_fill(Problem const& p, bool lanes, cudaStream_t stream);
 
 // One side of `channels` elements, interleaved (interleave.cuh): `pack` moves the planes (rows
 // of the Problem's m) into the interleaved output, or else the interleaved input (n) into planes,
