@@ -2171,6 +2171,34 @@ std::optional<Choice> fill_takes_broadcast_rows(Plan const& plan) {
   return force(plan, Kernel::Fill, Device{}, nullptr);
 }
 
+// Shorter such rows, of 1- to 4-byte elements, run fill too, in its lanes form where a warp span
+// would reach more than 32 rows (under 17 bytes): there the table's picks gather and ATen's
+// copy load each output element on its own, or stage the repeated element through shared
+// memory (interleave one element per access, split), where fill loads each element once per
+// vector it lies in. Interleave's vectored packs keep their pick: they read the planes in whole
+// vectors. Measured on an H200 (docs/PERFORMANCE.md, "Shorter rows: fill's lanes form"; each
+// kernel forced by name, bit-checked, the better of two rounds beside clone and eager):
+// - designed on 62 such transposes with rows of 2-47 bytes (4-744 MB): the 31 of 1- to 4-byte
+//   elements whose pick was gather, ATen's copy, split or interleave one element per access ran
+//   1.44 x faster in fill (0.57 -> 0.83 of clone), none more than 5% slower; the vectored
+//   interleave picks ran 0.70 x as fast in fill (0.27-1.11 x), 8-byte elements 0.82-1.08 x;
+// - held out: 120 random permutes (seeds 9101-9102: ranks 2-6, 1- to 4-byte dtypes, plain,
+//   stepped and offset views, 4-300 MB) 1.30 x and 1.55 x the pick before, 5 more than 5% slower
+//   (down to 0.83 x), none behind eager; the 190 saved tuning shapes the rule moves (2-437 MB)
+//   1.37 x, 7 more than 5% slower (down to 0.73 x), 3 behind eager by more than 5% (rows of 2-6
+//   bytes that ATen's copy ran, 2-15 MB: 0.45, 0.69 and 0.57 of clone against 0.61, 0.78, 0.61).
+constexpr int kShortFillMaxElement = 4;
+
+constexpr char kShortFillReason[] =
+    "output rows under 48 bytes that each repeat one input element of 4 bytes or less, not a vectored interleave: run fill";
+
+std::optional<Choice> fill_takes_short_broadcast_rows(Plan const& plan, Choice const& pick) {
+  if (!output_rows_repeat_one_element(plan) || plan.element_size > kShortFillMaxElement ||
+      (pick.kernel == Kernel::Interleave && pick.problem && pick.width > pick.problem->element_size))
+    return std::nullopt;
+  return force(plan, Kernel::Fill, Device{}, nullptr);
+}
+
 // Picks of 16-byte elements whose output rows each repeat one input element (as above), other
 // than interleave's, run ATen's copy: it loads each element from the cache and stores it whole,
 // at the speed of writing alone, so a tile kernel's trip through shared memory only costs. On an
@@ -2411,6 +2439,7 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
     return other;
   };
   if (auto fill = fill_takes_broadcast_rows(plan)) return instead(*fill, kFillReason);
+  if (auto fill = fill_takes_short_broadcast_rows(plan, c)) return instead(*fill, kShortFillReason);
   if (auto words = words_takes_elements(plan, c, device)) return instead(*words, kWordsReason);
   if (auto aten = wide_broadcast_rows_run_aten(plan, c, device))
     return instead(*aten, "16-byte elements whose output rows each repeat one input element, which ATen's copy "

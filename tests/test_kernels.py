@@ -1492,7 +1492,7 @@ def check_broadcast_rows_pick(kept, shape, dims, dtype, gpu, runs, rule_runs, ru
     ((2, 63, 541, 1), (2, 63, 541, 1271), (0, 2, 1, 3), torch.bfloat16, "fill"),  # was realign
     ((1, 367), (20001, 367), (1, 0), torch.bfloat16, "fill"),                # realign skipped (too few tiles)
     ((1, 6, 65536), (12, 6, 65536), (1, 2, 0), torch.float32, "fill"),    # rows of 48 bytes
-    ((1, 6, 65536), (11, 6, 65536), (1, 2, 0), torch.float32, "!fill"),   # rows of 44 bytes
+    ((1, 6, 65536), (5, 6, 65536), (1, 2, 0), torch.float64, "!fill"),    # rows of 40 bytes, 8-byte elements
     ((1, 6, 2048), (48, 6, 2048), (1, 2, 0), torch.uint8, "!fill"),       # small work (under 2^20 elements)
     ((6007, 6011), (6007, 6011), (1, 0), torch.bfloat16, "realign"),          # nothing broadcast: realign stays
     ((1, 909, 1), (36194, 909, 1), (1, 0, 2), torch.complex128, "aten"),     # 16-byte elements (below)
@@ -1500,6 +1500,22 @@ def check_broadcast_rows_pick(kept, shape, dims, dtype, gpu, runs, rule_runs, ru
 @pytest.mark.parametrize("gpu", [None, "NVIDIA H200"])
 def test_broadcast_output_rows_of_48_bytes_or_more_run_fill(kept, shape, dims, dtype, runs, gpu):
     check_broadcast_rows_pick(kept, shape, dims, dtype, gpu, runs, "fill", "each repeat one input element: run fill")
+
+
+# Shorter such rows, of 1- to 4-byte elements, run fill too unless the pick is a vectored
+# interleave (choose.cpp, fill_takes_short_broadcast_rows); on every sm_90 GPU.
+@pytest.mark.parametrize("kept, shape, dims, dtype, runs", [
+    ((1, 6, 65536), (11, 6, 65536), (1, 2, 0), torch.float32, "fill"),      # rows of 44 bytes
+    ((1, 8388608), (16, 8388608), (1, 0), torch.uint8, "fill"),              # rows of 16 bytes, was gather
+    ((1, 11184810), (12, 11184810), (1, 0), torch.uint8, "fill"),            # was interleave, one element per access
+    ((561, 9, 61, 1, 119), (561, 9, 61, 2, 119), (0, 1, 4, 2, 3), torch.bfloat16, "fill"),  # rows of 4 bytes, was aten
+    ((1, 16777216), (4, 16777216), (1, 0), torch.bfloat16, "interleave"),    # vectored interleave: stays
+    ((1, 5592405), (3, 5592405), (1, 0), torch.float64, "!fill"),            # 8-byte elements: stay
+    ((1, 6, 2048), (16, 6, 2048), (1, 2, 0), torch.uint8, "!fill"),          # small work (under 2^20 elements)
+])
+@pytest.mark.parametrize("gpu", [None, "NVIDIA H200"])
+def test_short_broadcast_output_rows_run_fill(kept, shape, dims, dtype, runs, gpu):
+    check_broadcast_rows_pick(kept, shape, dims, dtype, gpu, runs, "fill", "not a vectored interleave: run fill")
 
 
 # Picks of 16-byte elements whose output rows each repeat one input element, but interleave's, run
@@ -1523,6 +1539,9 @@ def test_broadcast_output_rows_write_every_element():
     x = random_tensor((1, 367), torch.bfloat16, "cuda").expand(100001, 367)
     assert cute_transpose.explain(x, (1, 0))["kernel"] == "fill"
     assert_permute_by_writes_every_element(None, x, (1, 0))
+    z = random_tensor((1, 300007), torch.uint8, "cuda").expand(16, 300007)  # rows of 16 bytes: the lanes form
+    assert cute_transpose.explain(z, (1, 0))["kernel"] == "fill"
+    assert_permute_by_writes_every_element(None, z, (1, 0))
     y = random_tensor((1, 157, 1), torch.complex128, "cuda").expand(8461, 157, 1)
     assert cute_transpose.explain(y, (1, 0, 2))["kernel"] == "aten"
     assert_permute_by_writes_every_element(None, y, (1, 0, 2))
@@ -1634,9 +1653,9 @@ def test_gather_needs_an_output_on_the_16_byte_grid():
     x = torch.empty(64, 3, 100, 100, device="meta")
     info = json.loads(torch.ops.cute_transpose._explain(x, [0, 2, 3, 1], 90, "gather"))
     assert info["kernel"] == "gather" and info["config"].startswith("16-byte stores")
-    # on the H100 table, two broadcast planes of bfloat16 pixels of 4 channels, unpacked, take it
-    x = torch.empty(1, 2234417, 4, device="meta", dtype=torch.bfloat16).expand(2, 2234417, 4)
-    assert json.loads(torch.ops.cute_transpose._explain(x, [2, 1, 0], 90, ""))["kernel"] == "gather"
+    # on the H100 table, a window partition of bfloat16 feature maps (the tuning set's cf-windows 1) takes it
+    x = torch.empty(16, 128, 4, 7, 4, 7, device="meta", dtype=torch.bfloat16)
+    assert json.loads(torch.ops.cute_transpose._explain(x, [0, 2, 4, 3, 5, 1], 90, ""))["kernel"] == "gather"
 
 
 @pytest.mark.parametrize("shape, dims, dtype", [
