@@ -1278,6 +1278,26 @@ std::optional<Kernel> kernel_from_name(std::string const& name) {
   return std::nullopt;
 }
 
+std::optional<NamedKernel> parse_kernel_name(std::string const& name) {
+  auto const slash = name.find('/');
+  auto const kernel = kernel_from_name(name.substr(0, slash));
+  if (!kernel) return std::nullopt;
+  NamedKernel named{*kernel, std::nullopt};
+  if (slash == std::string::npos) return named;
+  std::string const form = name.substr(slash + 1);
+  Kernel const k = *kernel;
+  if (k == Kernel::Tile || k == Kernel::Lean || k == Kernel::Split || k == Kernel::Words)
+    named.shape = tile_shape_from_name(form);
+  named.together = form == "together" && (k == Kernel::Rows || k == Kernel::Gather);
+  named.lanes = form == "lanes" && k == Kernel::Fill;
+  return named.shape || named.together || named.lanes ? std::optional<NamedKernel>(named) : std::nullopt;
+}
+
+char const* named_forms() {
+  return "tile/<square|tall|wide|narrow|short|large|column|small>, split/<square|tall|wide|narrow|short>, "
+         "lean/<square|tall|wide|large>, words/<square|narrow>, rows/together, gather/together and fill/lanes";
+}
+
 char const* tile_shape_name(TileShape s) {
   switch (s) {
     case TileShape::Tall: return "tall";

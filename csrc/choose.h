@@ -189,4 +189,20 @@ bool is_candidate(Kernel kernel);
 bool offered(Choice const& forced, std::string* why_not);
 std::optional<Kernel> kernel_from_name(std::string const& name);
 
+// A kernel as _permute_with and explain(kernel=...) name it: a kernel's name, alone or with one
+// form after a slash -- a tile shape for the tile, split, lean and words kernels ("split/tall";
+// named_forms lists the shapes each takes), "together" for rows and gather (blocks in the
+// neighbours-together order), "lanes" for fill (its lanes form, where each lane loads its own
+// vector's rows: the only form for rows of a vector or less, named for longer rows too).
+// std::nullopt for any other name.
+struct NamedKernel {
+  Kernel kernel;
+  std::optional<TileShape> shape;
+  bool together = false, lanes = false;
+};
+std::optional<NamedKernel> parse_kernel_name(std::string const& name);
+
+// The forms parse_kernel_name takes after a slash, for error messages.
+char const* named_forms();
+
 }  // namespace cute_transpose

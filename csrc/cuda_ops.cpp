@@ -113,47 +113,29 @@ struct RunCuda {
 using CudaOps = PlanOps<RunCuda>;
 
 
-// One named candidate of the chooser, wherever it can run the permute (tests and tuning run it
-// also where the chooser would not offer it), or a clear error when it cannot. "tile/<shape>"
-// names the Tile kernel in one tile shape (square, tall, wide, narrow, short, large, column, small),
-// "split/<shape>" the Split kernel in one of the first five, "lean/<shape>" the Lean kernel in
-// one of its own (square, tall, wide, large), "words/<shape>" the Words kernel in one of its two
-// (square, narrow), "rows/together" and "gather/together" those
-// kernels with their blocks in the neighbours-together order, "fill/lanes" the Fill kernel in
-// its lanes form (each lane loads its own vector's rows; the only form for rows of a vector or
-// less, named for rows long enough for the span form too).
+// One named candidate of the chooser (a name parse_kernel_name takes: "split/tall",
+// "rows/together", "fill/lanes", ...), wherever it can run the permute (tests and tuning run it
+// also where the chooser would not offer it), or a clear error when it cannot.
 at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::string_view name) {
   auto const perm = checked_permutation(x, dims, "_permute_with");
-  std::string const full(name);
-  auto const slash = full.find('/');
-  auto const kernel = kernel_from_name(full.substr(0, slash));
-  auto const shape = slash == std::string::npos ? std::nullopt : tile_shape_from_name(full.substr(slash + 1));
-  bool const takes_shape =
-      kernel == Kernel::Tile || kernel == Kernel::Lean || kernel == Kernel::Split || kernel == Kernel::Words;
-  bool const together = slash != std::string::npos && full.substr(slash + 1) == "together" &&
-                        (kernel == Kernel::Rows || kernel == Kernel::Gather);
-  bool const lanes = slash != std::string::npos && full.substr(slash + 1) == "lanes" && kernel == Kernel::Fill;
-  TORCH_CHECK(kernel && is_candidate(*kernel) &&
-                  (slash == std::string::npos || (takes_shape && shape) || together || lanes),
-              "cute_transpose._permute_with: unknown kernel '", name, "'; the candidates are ",
-              c10::Join(", ", candidate_names()), ", tile/<square|tall|wide|narrow|short|large|column|small>, ",
-              "split/<square|tall|wide|narrow|short>, lean/<square|tall|wide|large>, words/<square|narrow>, rows/together, ",
-              "gather/together and fill/lanes");
+  auto const named = parse_kernel_name(std::string(name));
+  TORCH_CHECK(named && is_candidate(named->kernel), "cute_transpose._permute_with: unknown kernel '", name,
+              "'; the candidates are ", c10::Join(", ", candidate_names()), ", ", named_forms());
   at::Tensor out = new_result(x, perm);
   if (out.numel() == 0) return out;
   c10::cuda::CUDAGuard guard(out.device());
   auto const plan = plan_permute(x, perm, out);
-  TORCH_CHECK(plan || *kernel == Kernel::Aten, "cute_transpose._permute_with: more than ", kMaxDims,
+  TORCH_CHECK(plan || named->kernel == Kernel::Aten, "cute_transpose._permute_with: more than ", kMaxDims,
               " dims remain after merging; only 'aten' runs this permute");
   if (!plan) {
     aten_permute_into(x, perm, out);
     return out;
   }
   std::string why;
-  auto choice = force(*plan, *kernel, device_info(), &why, shape);  // also where choose() would not offer it
+  auto choice = force(*plan, named->kernel, device_info(), &why, named->shape);  // also where choose() would not offer it
   TORCH_CHECK(choice, "cute_transpose._permute_with: the ", name, " kernel cannot run this permute: ", why);
-  choice->together = together;
-  choice->lanes = choice->lanes || lanes;
+  choice->together = named->together;
+  choice->lanes = choice->lanes || named->lanes;
   execute(*choice, x, perm, out);
   return out;
 }

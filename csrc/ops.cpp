@@ -159,11 +159,16 @@ std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch, c10
   } else if (kernel.empty()) {
     c = choose(*plan, device, /*explain=*/true);
   } else {
-    auto const k = kernel_from_name(std::string(kernel));
-    TORCH_CHECK(k, "cute_transpose.explain: unknown kernel '", kernel, "'");
-    auto forced = force(*plan, *k, device, &why);
+    auto const named = parse_kernel_name(std::string(kernel));
+    std::vector<std::string> all;  // the candidates, then the seed ladder's
+    for (int k = 0; k <= int(Kernel::SeedCopy); ++k) all.push_back(kernel_name(Kernel(k)));
+    TORCH_CHECK(named, "cute_transpose.explain: unknown kernel '", kernel, "'; the kernels are ", c10::Join(", ", all),
+                ", ", named_forms());
+    auto forced = force(*plan, named->kernel, device, &why, named->shape);
     TORCH_CHECK(forced, "cute_transpose.explain: the ", kernel, " kernel cannot run this permute: ", why);
     c = *forced;
+    c.together = named->together && has_together_order(c);
+    c.lanes = c.lanes || named->lanes;
     c.key = class_key(*plan);
     c.reason = "named by the caller";
     is_offered = offered(c, &why);

@@ -169,6 +169,28 @@ def test_unknown_kernel_is_a_clear_error():
             torch.ops.cute_transpose._permute_with(torch.zeros(4, 4, device="cuda"), [1, 0], name)
 
 
+def test_explain_takes_the_names_permute_with_does():
+    """explain(kernel=...) parses a name as _permute_with does (parse_kernel_name, choose.cpp):
+    a kernel's forms after a slash describe that form, other names are a clear error that lists
+    the forms."""
+    def cuda(x, dims, name, **kw):
+        return cute_transpose.explain(x, dims, kernel=name, **kw)["cuda"]
+
+    x = torch.empty(1000, 3001)
+    assert " tall tile" in cuda(x, (1, 0), "tile/tall")["config"]
+    assert " large tile" in cuda(x, (1, 0), "lean/large")["config"]
+    rows = cuda(torch.empty(40960, 2, 8), (1, 0, 2), "rows/together", gpu="NVIDIA H200")
+    assert rows["name"] == "rows/together" and rows["config"].endswith("neighbouring runs read together")
+    assert cuda(torch.empty(40960, 2, 8), (1, 0, 2), "rows", gpu="NVIDIA H200")["name"] == "rows"
+    broadcast = torch.empty(1, 70000, dtype=torch.uint8).expand(100, 70000)  # output rows of 100 repeats
+    assert "once per warp" in cuda(broadcast, (1, 0), "fill")["config"]
+    assert "once per lane" in cuda(broadcast, (1, 0), "fill/lanes")["config"]
+    for name in ("nope", "tile/round", "padded/tall", "lean/round", "split/round", "tile/together", "rows/tall",
+                 "fill/", "gather/lanes"):
+        with pytest.raises(RuntimeError, match=f"unknown kernel '{re.escape(name)}'.*fill/lanes"):
+            cute_transpose.explain(x, (1, 0), kernel=name)
+
+
 @pytest.mark.parametrize("shape, dims, tile", [
     ((4096, 4096), (1, 0), "square"),  # square tiles all full stay square
     ((1000, 3001), (1, 0), "tall"),    # 98% full: the longest output runs (512 bytes)

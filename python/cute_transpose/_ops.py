@@ -204,7 +204,8 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     ATen's copy in gather where the lanes of its loads share 32-byte sectors). A CUDA tensor's
     own device is described, whatever ``gpu`` says.
     ``kernel=`` names one of KERNELS to describe instead of the chooser's pick (an error if it
-    cannot run the permute); ``offered`` then says whether the chooser would consider it for
+    cannot run the permute), or one of its forms as ``torch.ops.cute_transpose._permute_with``
+    takes them ("split/tall", "lean/large", "rows/together", "fill/lanes", ...); ``offered`` then says whether the chooser would consider it for
     this permute at all (it does not offer some kernels on shapes where they run but lose, and
     says why in ``reason``)."""
     if dims is None:
