@@ -160,10 +160,12 @@ std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch, c10
     c = choose(*plan, device, /*explain=*/true);
   } else {
     auto const named = parse_kernel_name(std::string(kernel));
-    std::vector<std::string> all;  // the candidates, then the seed ladder's
-    for (int k = 0; k <= int(Kernel::SeedCopy); ++k) all.push_back(kernel_name(Kernel(k)));
-    TORCH_CHECK(named, "cute_transpose.explain: unknown kernel '", kernel, "'; the kernels are ", c10::Join(", ", all),
-                ", ", named_forms());
+    if (!named) {
+      std::vector<std::string> all;  // the candidates, then the seed ladder's
+      for (int k = 0; k <= int(Kernel::SeedCopy); ++k) all.push_back(kernel_name(Kernel(k)));
+      TORCH_CHECK(false, "cute_transpose.explain: unknown kernel '", kernel, "'; the kernels are ", c10::Join(", ", all),
+                  ", ", named_forms());
+    }
     auto forced = force(*plan, named->kernel, device, &why, named->shape);
     TORCH_CHECK(forced, "cute_transpose.explain: the ", kernel, " kernel cannot run this permute: ", why);
     c = *forced;
