@@ -569,7 +569,11 @@ std::optional<BoxPlan> lay_out_box(Plan const& plan, std::vector<int64_t> const&
   return b;
 }
 
-std::optional<BoxPlan> plan_box(Plan const& plan, std::string* why) {
+// The box of about box_bytes whose runs on each side reach run_bytes, where the dims allow.
+// Chunks are whole 16-byte vectors: of every chunked dim, or (edges_only) of the two dims where
+// each side's run first stops.
+std::optional<BoxPlan> plan_box(Plan const& plan, std::string* why, int64_t run_bytes = kBoxRunBytes,
+                                int64_t box_bytes = kBoxBytes, bool edges_only = false) {
   int const r = plan.rank;
   int64_t const E = plan.element_size;
   Dim const* d = plan.dims;
@@ -580,11 +584,11 @@ std::optional<BoxPlan> plan_box(Plan const& plan, std::string* why) {
     if (d[i].in != 0) in_side.push_back(i);
   std::stable_sort(in_side.begin(), in_side.end(), [&](int a, int b) { return d[a].in < d[b].in; });
 
-  // Take each side's innermost dims until its run reaches kBoxRunBytes; the last one taken is
+  // Take each side's innermost dims until its run reaches run_bytes; the last one taken is
   // chunked (its boundary).
   std::vector<int64_t> want(r, 0);
   auto take = [&](std::vector<int> const& side) {
-    int64_t const elems = (kBoxRunBytes + E - 1) / E;
+    int64_t const elems = (run_bytes + E - 1) / E;
     int64_t cum = 1;
     for (int i : side) {
       if (cum >= elems) return -1;
@@ -604,7 +608,7 @@ std::optional<BoxPlan> plan_box(Plan const& plan, std::string* why) {
     for (int i = 0; i < r; ++i) v *= std::max<int64_t>(want[i], 1);
     return v;
   };
-  // Grow towards kBoxBytes: both boundaries in turn, then further dims of the output side and
+  // Grow towards box_bytes: both boundaries in turn, then further dims of the output side and
   // the input side (each whole dim taken amortises a box's fixed cost over more bytes).
   std::vector<int> grow;
   for (int i : {out_edge, in_edge})
@@ -612,21 +616,22 @@ std::optional<BoxPlan> plan_box(Plan const& plan, std::string* why) {
   for (auto const* side : {&out_side, &in_side})
     for (int i : *side)
       if (want[i] == 0) grow.push_back(i);
-  for (size_t g = 0; volume() * E < kBoxBytes && !grow.empty();) {
+  for (size_t g = 0; volume() * E < box_bytes && !grow.empty();) {
     int const i = grow[g % grow.size()];
     if (want[i] >= d[i].size) {
       grow.erase(grow.begin() + g % grow.size());
       continue;
     }
     int64_t const v = volume();
-    if (want[i] == 0 && v * E * 2 > kBoxBytes) break;  // a new dim would at least double the box
+    if (want[i] == 0 && v * E * 2 > box_bytes) break;  // a new dim would at least double the box
     want[i] = std::min(d[i].size, std::max<int64_t>(want[i], 1) * 2);
     ++g;
   }
   // Chunks in whole 16-byte vectors keep the sides' vectors whole.
   int64_t const step = std::max<int64_t>(1, 16 / E);
   for (int i = 0; i < r; ++i)
-    if (want[i] > 0 && want[i] < d[i].size) want[i] = std::min(d[i].size, (want[i] + step - 1) / step * step);
+    if (want[i] > 0 && want[i] < d[i].size && (!edges_only || i == out_edge || i == in_edge))
+      want[i] = std::min(d[i].size, (want[i] + step - 1) / step * step);
   // Lay the box out; while it is over kBoxMaxBytes, halve its largest dim and try again.
   for (;;) {
     if (auto b = lay_out_box(plan, want, why)) return b;
@@ -637,6 +642,29 @@ std::optional<BoxPlan> plan_box(Plan const& plan, std::string* why) {
     if (big < 0) return *why = "the box does not fit in shared memory", std::nullopt;
     want[big] = std::max<int64_t>(1, want[big] / 2 / step * step);
   }
+}
+
+// The box/small form: the largest box, halving from kBoxBytes down to kBoxSmallestBytes, in
+// which the kernel keeps every vector's position across boxes (BoxPlan::keeps_positions), with
+// runs of up to the square root of its bytes on each side, chunks rounded to whole 16-byte
+// vectors only where a side's run stops, and single-element output vectors where wider ones
+// would wrap the output's innermost box dim. Against the default plan, it trades larger boxes
+// and longer runs for the divisions that plan's boxes of over 1024 vectors a side pay per
+// vector and box dim.
+constexpr int64_t kBoxSmallestBytes = 256;
+
+std::optional<BoxPlan> plan_small_box(Plan const& plan, std::string* why) {
+  for (int64_t bytes = kBoxBytes; bytes >= kBoxSmallestBytes; bytes /= 2) {
+    int64_t run = kBoxRunBytes;
+    while (run * run > bytes) run /= 2;
+    auto b = plan_box(plan, why, run, bytes, /*edges_only=*/true);
+    if (!b) return b;
+    if (b->tile[b->out_order[0]] % b->vout != 0) b->vout = 1;
+    if (b->keeps_positions()) return b;
+  }
+  *why = "no box of " + std::to_string(kBoxSmallestBytes) + " bytes or more has at most " +
+         std::to_string(BoxPlan::kKeptVectors) + " vectors a side";
+  return std::nullopt;
 }
 
 
@@ -1288,6 +1316,7 @@ std::optional<NamedKernel> parse_kernel_name(std::string const& name) {
   Kernel const k = *kernel;
   if (k == Kernel::Tile || k == Kernel::Lean || k == Kernel::Split || k == Kernel::Words)
     named.shape = tile_shape_from_name(form);
+  if (k == Kernel::Box && form == "small") named.shape = TileShape::Small;
   named.together = form == "together" && (k == Kernel::Rows || k == Kernel::Gather);
   named.lanes = form == "lanes" && k == Kernel::Fill;
   return named.shape || named.together || named.lanes ? std::optional<NamedKernel>(named) : std::nullopt;
@@ -1295,7 +1324,8 @@ std::optional<NamedKernel> parse_kernel_name(std::string const& name) {
 
 char const* named_forms() {
   return "tile/<square|tall|wide|narrow|short|large|column|small>, split/<square|tall|wide|narrow|short>, "
-         "lean/<square|tall|wide|large>, words/<square|narrow>, rows/together, gather/together and fill/lanes";
+         "lean/<square|tall|wide|large>, words/<square|narrow>, box/small, rows/together, gather/together and "
+         "fill/lanes";
 }
 
 char const* tile_shape_name(TileShape s) {
@@ -1347,6 +1377,7 @@ std::string Choice::config() const {
       for (int k = 0; k < box->rank; ++k) o << (k ? "x" : "") << box->tile[k];
       o << ") of " << box->rank << " dims, " << box->boxes << " boxes, vectors of " << box->vin * box->element_size
         << " bytes in, " << box->vout * box->element_size << " bytes out";
+      if (box->keeps_positions()) o << ", each vector's position kept across boxes";
       break;
     case Kernel::Tma: o << "TMA store, " << width << "-byte loads"; break;
     case Kernel::Pipelined: o << "TMA loads into a ring of shared-memory stages, 16-byte vector stores"; break;
@@ -1408,7 +1439,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
   switch (kernel) {
     case Kernel::Aten: return c;
     case Kernel::Box:
-      if (!(c.box = plan_box(plan, why))) return std::nullopt;
+      if (!(c.box = shape == TileShape::Small ? plan_small_box(plan, why) : plan_box(plan, why))) return std::nullopt;
       return c;
     case Kernel::Rows: {
       if (!(c.problem = rows_problem(plan))) return *why = plan.copy_route() ? "more than 8 dims" : "not the copy route", std::nullopt;

@@ -169,8 +169,9 @@ Choice choose(Plan const& plan, Device const& device, bool explain = false);
 
 // `kernel` for `plan`, or std::nullopt with the reason in *why_not when it cannot run it. The
 // seed ladder and _permute_with take this: the kernel runs any shape it can. `tile_shape`: the
-// Tile, Split or Lean kernel in that tile shape instead of the chooser's (bench/tile_shapes.py
-// measures the Tile kernel's).
+// Tile, Split, Lean or Words kernel in that tile shape instead of the chooser's
+// (bench/tile_shapes.py measures the Tile kernel's); Small for the Box kernel: its box/small form
+// (plan_small_box, choose.cpp).
 std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& device, std::string* why_not,
                             std::optional<TileShape> tile_shape = std::nullopt);
 
@@ -191,7 +192,8 @@ std::optional<Kernel> kernel_from_name(std::string const& name);
 
 // A kernel as _permute_with and explain(kernel=...) name it: a kernel's name, alone or with one
 // form after a slash -- a tile shape for the tile, split, lean and words kernels ("split/tall";
-// named_forms lists the shapes each takes), "together" for rows and gather (blocks in the
+// named_forms lists the shapes each takes), "small" for box (boxes small enough that a block
+// keeps every vector's position across boxes), "together" for rows and gather (blocks in the
 // neighbours-together order), "lanes" for fill (its lanes form, where each lane loads its own
 // vector's rows: the only form for rows of a vector or less, named for longer rows too).
 // std::nullopt for any other name.

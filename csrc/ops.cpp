@@ -117,7 +117,8 @@ std::string box_json(BoxPlan const& b) {
   list("outer_out", b.outer_out, b.outer_rank);
   list("chunk_of", b.chunk_of, b.outer_rank);
   j << "\"vin\": " << b.vin << ", \"vout\": " << b.vout << ", \"volume\": " << b.volume
-    << ", \"smem_elems\": " << b.smem_elems << ", \"boxes\": " << b.boxes << "}";
+    << ", \"smem_elems\": " << b.smem_elems << ", \"boxes\": " << b.boxes
+    << ", \"keeps_positions\": " << (b.keeps_positions() ? "true" : "false") << "}";
   return j.str();
 }
 

@@ -184,6 +184,14 @@ struct BoxPlan {
   void const* src = nullptr;
   void* dst = nullptr;
   int element_size = 0;
+
+  // Where each side has at most kKeptVectors vectors (the kernel's threads times the vectors a
+  // thread keeps) and no output vector wraps its innermost dim, a block works out where each of
+  // its vectors lies once and keeps it for every box no edge cuts short (box_transpose.cuh).
+  static constexpr int64_t kKeptVectors = 1024;
+  bool keeps_positions() const {
+    return volume / vin <= kKeptVectors && volume / vout <= kKeptVectors && tile[out_order[0]] % vout == 0;
+  }
 };
 
 }  // namespace cute_transpose

@@ -21,7 +21,7 @@ DTYPES = [torch.uint8, torch.bfloat16, torch.float32, torch.float64, torch.compl
 # interleave (pack, unpack, a sliced view with a scalar tail, unaligned planes one element per
 # access, and pixels with gaps between them, skipped or read -- the last pixel's gap would lie
 # past the storage; uint8 planes off the 16-byte grid, realigned, up to the storage's last
-# byte), boxes of small dims, TMA.
+# byte), boxes of small dims (default and box/small), TMA.
 PERMUTES = [((4, 33, 6, 64), (0, 2, 1, 3), slice(None)), ((4, 33, 6, 64), (0, 2, 1, 3), slice(None, None, 2)),
             ((3, 40, 96), (0, 2, 1), slice(None)), ((37, 70), (1, 0), slice(None)),
             ((2, 3, 40, 48), (0, 2, 3, 1), slice(None)), ((2, 40, 48, 3), (0, 3, 1, 2), slice(None)),
@@ -90,7 +90,7 @@ def main() -> int:
         for dtype in DTYPES:
             x = torch.randint(0, 100, shape).to(dtype)
             want = x[..., cut].permute(dims).contiguous()
-            for kernel in ("auto",) + tuple(k for k in cute_transpose.KERNELS if k not in TMA_STORES):
+            for kernel in ("auto", "box/small") + tuple(k for k in cute_transpose.KERNELS if k not in TMA_STORES):
                 view = x.cuda()[..., cut]  # sliced there
                 run = ((lambda: cute_transpose.permute(view, dims)) if kernel == "auto" else
                        (lambda: torch.ops.cute_transpose._permute_with(view, list(dims), kernel)))

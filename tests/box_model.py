@@ -5,6 +5,9 @@ shared-memory array -- and checks the invariants the kernel relies on:
 
 - every vector is whole: its elements are consecutive in global memory (and, on the input
   side, in shared memory), lie all inside or all outside the box's limits, and start aligned;
+- where the plan keeps positions (the kernel's fast path), each side has at most 1024 vectors
+  and an output vector's elements lie one innermost-dim step apart in shared memory (the fast
+  path gathers them without carrying into outer dims);
 - shared memory holds the box without collisions, within its size;
 - phase 2 reads only what phase 1 of the same box wrote;
 - every output element is written exactly once.
@@ -13,6 +16,8 @@ So the planner's choices (box dims, chunks, vectors, pads) are checked where CI 
 GPU; the GPU tests check the kernel itself."""
 
 import numpy as np
+
+KEPT_VECTORS = 1024  # BoxPlan::kKeptVectors: the kernel's 256 threads, 4 vectors each
 
 
 def side(plan, order, index):
@@ -37,6 +42,8 @@ def replay(plan, storage, base, out_numel):
     writes = np.zeros(out_numel, dtype=np.int64)
     assert plan["volume"] == int(np.prod(tile))
     assert base % vin == 0, "the input's data pointer is not vector-aligned"
+    kept = KEPT_VECTORS >= max(volume // vin, volume // vout) and tile[plan["out_order"][0]] % vout == 0
+    assert plan["keeps_positions"] == kept
     for t in range(plan["boxes"]):
         # where the box starts, and its limits
         rest, at_in, at_out, limit = t, 0, 0, list(tile)
@@ -61,6 +68,9 @@ def replay(plan, storage, base, out_numel):
                 assert np.array_equal(goff[e], goff[0] + e), f"{phase}: a vector is not contiguous in memory"
                 if phase == "in":
                     assert np.array_equal(soff[e], soff[0] + e), "in: a vector is not contiguous in shared memory"
+                elif plan["keeps_positions"]:
+                    step = plan["smem"][order[0]]
+                    assert np.array_equal(soff[e], soff[0] + e * step), "out: a kept vector wraps its innermost dim"
             live = inside[0]
             assert np.all((at + goff[0][live]) % v_len == 0), f"{phase}: a vector starts unaligned"
             for e in range(v_len):

@@ -121,7 +121,7 @@ def test_each_kernel_on_its_cases(case, dtype):
     ref = reference(x, dims)
     ran = set()
     shapes = [f"{k}/{s}" for k, names in (("tile", TILE_SHAPES), ("lean", LEAN_SHAPES), ("split", SPLIT_SHAPES))
-              for s in names]
+              for s in names] + ["box/small"]
     for kernel in KERNELS + tuple(shapes):
         # Poison: the block of the output's size is freed just before the op takes it.
         torch.full((ref.numel() * ref.element_size(),), 0xA5, dtype=torch.uint8, device="cuda")
@@ -164,7 +164,8 @@ def test_rows_blocks_shrink_for_small_copies(width, share):
 
 @needs_cuda
 def test_unknown_kernel_is_a_clear_error():
-    for name in ("nope", "tile/round", "padded/tall", "lean/round", "split/round", "tile/together", "rows/tall"):
+    for name in ("nope", "tile/round", "padded/tall", "lean/round", "split/round", "tile/together", "rows/tall",
+                 "box/tall"):
         with pytest.raises(RuntimeError, match=f"unknown kernel '{name}'"):
             torch.ops.cute_transpose._permute_with(torch.zeros(4, 4, device="cuda"), [1, 0], name)
 
@@ -185,8 +186,11 @@ def test_explain_takes_the_names_permute_with_does():
     broadcast = torch.empty(1, 70000, dtype=torch.uint8).expand(100, 70000)  # output rows of 100 repeats
     assert "once per warp" in cuda(broadcast, (1, 0), "fill")["config"]
     assert "once per lane" in cuda(broadcast, (1, 0), "fill/lanes")["config"]
+    image = torch.empty(16, 3, 224, 224, dtype=torch.uint8)  # NCHW -> NHWC: 3 x 50176 planes
+    box, small = cuda(image, (0, 2, 3, 1), "box")["box"], cuda(image, (0, 2, 3, 1), "box/small")["box"]
+    assert small["keeps_positions"] and small["volume"] < box["volume"]
     for name in ("nope", "tile/round", "padded/tall", "lean/round", "split/round", "tile/together", "rows/tall",
-                 "fill/", "gather/lanes"):
+                 "fill/", "gather/lanes", "box/tall"):
         with pytest.raises(RuntimeError, match=f"unknown kernel '{re.escape(name)}'.*fill/lanes"):
             cute_transpose.explain(x, (1, 0), kernel=name)
 
@@ -2002,15 +2006,22 @@ def box_cases():
 DTYPE_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64, 16: torch.complex128}
 
 
+@pytest.mark.parametrize("name", ["box", "box/small"])
 @pytest.mark.parametrize("case", box_cases(), ids=lambda c: f"{'x'.join(map(str, c[0]))}-{''.join(map(str, c[1]))}-e{c[2]}-{c[3]}")
-def test_box_plans_move_every_element_once_in_whole_vectors(case):
+def test_box_plans_move_every_element_once_in_whole_vectors(case, name):
     shape, dims, esize, view = case
     x = view_of(view, shape, DTYPE_OF_SIZE[esize], "cpu")
     if math.prod(shape) == 0:
         return
-    plan = cute_transpose.explain(x, dims, kernel="box")
+    try:
+        plan = cute_transpose.explain(x, dims, kernel=name)
+    except RuntimeError as e:  # box/small: no box small enough to keep positions
+        assert name == "box/small" and "1024 vectors a side" in str(e), e
+        pytest.skip(str(e))
     if plan["route"] == "empty" or "box" not in plan["cuda"]:
         pytest.skip(f"no box: {plan['cuda'].get('reason')}")
+    if name == "box/small":
+        assert plan["cuda"]["box"]["keeps_positions"] and "position kept" in plan["cuda"]["config"]
     # The input's storage holds each element's own index, so the replay's output names the
     # storage element each output element came from.
     index = torch.arange(x.untyped_storage().nbytes() // esize)

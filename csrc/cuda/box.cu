@@ -41,6 +41,7 @@ BoxParams box_params(BoxPlan const& b) {
   }
   p.boxes = b.boxes;
   p.volume = int(b.volume);
+  p.keep = b.keeps_positions();
   p.src = b.src;
   p.dst = b.dst;
   return p;

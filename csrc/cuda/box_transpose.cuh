@@ -43,6 +43,7 @@ struct BoxParams {
   int chunk_of[BoxPlan::kMaxOuter] = {};
   int64_t boxes = 0;
   int volume = 0;
+  bool keep = false;  // BoxPlan::keeps_positions: the fast path below
   void const* src = nullptr;
   void* dst = nullptr;
 };
@@ -178,6 +179,7 @@ CUTE_DEVICE Vec gather(T const* smem, BoxSide const& out, SidePos pos) {
 
 // Vectors per thread and side whose positions a block keeps across boxes (the fast path).
 constexpr int kBoxKept = 4;
+static_assert(kBoxThreads * kBoxKept == BoxPlan::kKeptVectors);
 
 template <class T, int VI, int VO>
 __global__ void __launch_bounds__(kBoxThreads, 3) box_transpose(BoxParams const p) {
@@ -190,9 +192,10 @@ __global__ void __launch_bounds__(kBoxThreads, 3) box_transpose(BoxParams const 
   int const vectors_in = p.volume / VI, vectors_out = p.volume / VO;
 
   // Fast path: a vector's place inside a box is the same in every box, so where every thread
-  // has at most kBoxKept vectors a side and output vectors stay in their innermost dim, the
-  // block works out its positions once and reuses them for every box that no edge cuts short.
-  bool const keep = vectors_in <= kBoxThreads * kBoxKept && vectors_out <= kBoxThreads * kBoxKept && p.out.carries == 0;
+  // has at most kBoxKept vectors a side and output vectors stay in their innermost dim
+  // (p.keep), the block works out its positions once and reuses them for every box that no
+  // edge cuts short.
+  bool const keep = p.keep;
   int64_t in_global[kBoxKept], out_global[kBoxKept];
   int in_smem[kBoxKept], out_smem[kBoxKept];
   if (keep) {

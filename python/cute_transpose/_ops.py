@@ -205,7 +205,7 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     own device is described, whatever ``gpu`` says.
     ``kernel=`` names one of KERNELS to describe instead of the chooser's pick (an error if it
     cannot run the permute), or one of its forms as ``torch.ops.cute_transpose._permute_with``
-    takes them ("split/tall", "lean/large", "rows/together", "fill/lanes", ...); ``offered``
+    takes them ("split/tall", "lean/large", "rows/together", "fill/lanes", "box/small", ...); ``offered``
     then says whether the chooser would consider it for this permute at all (it does not offer
     some kernels on shapes where they run but lose, and says why in ``reason``)."""
     if dims is None:
