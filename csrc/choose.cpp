@@ -1316,10 +1316,22 @@ std::optional<NamedKernel> parse_kernel_name(std::string const& name) {
   Kernel const k = *kernel;
   if (k == Kernel::Tile || k == Kernel::Lean || k == Kernel::Split || k == Kernel::Words)
     named.shape = tile_shape_from_name(form);
-  if (k == Kernel::Box && form == "small") named.shape = TileShape::Small;
+  if (k == Kernel::Box && form == "small") named.box = BoxForm::Small;
   named.together = form == "together" && (k == Kernel::Rows || k == Kernel::Gather);
   named.lanes = form == "lanes" && k == Kernel::Fill;
-  return named.shape || named.together || named.lanes ? std::optional<NamedKernel>(named) : std::nullopt;
+  return named.shape || named.box != BoxForm::Default || named.together || named.lanes
+             ? std::optional<NamedKernel>(named)
+             : std::nullopt;
+}
+
+std::optional<Choice> force_named(Plan const& plan, NamedKernel const& named, Device const& device,
+                                  std::string* why_not) {
+  if (named.box == BoxForm::Default) return force(plan, named.kernel, device, why_not, named.shape);
+  std::string dummy;
+  Choice c;
+  c.kernel = Kernel::Box;
+  if (!(c.box = plan_small_box(plan, why_not ? why_not : &dummy))) return std::nullopt;
+  return c;
 }
 
 char const* named_forms() {
@@ -1439,7 +1451,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
   switch (kernel) {
     case Kernel::Aten: return c;
     case Kernel::Box:
-      if (!(c.box = shape == TileShape::Small ? plan_small_box(plan, why) : plan_box(plan, why))) return std::nullopt;
+      if (!(c.box = plan_box(plan, why))) return std::nullopt;
       return c;
     case Kernel::Rows: {
       if (!(c.problem = rows_problem(plan))) return *why = plan.copy_route() ? "more than 8 dims" : "not the copy route", std::nullopt;

@@ -170,8 +170,7 @@ Choice choose(Plan const& plan, Device const& device, bool explain = false);
 // `kernel` for `plan`, or std::nullopt with the reason in *why_not when it cannot run it. The
 // seed ladder and _permute_with take this: the kernel runs any shape it can. `tile_shape`: the
 // Tile, Split, Lean or Words kernel in that tile shape instead of the chooser's
-// (bench/tile_shapes.py measures the Tile kernel's); Small for the Box kernel: its box/small form
-// (plan_small_box, choose.cpp).
+// (bench/tile_shapes.py measures the Tile kernel's).
 std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& device, std::string* why_not,
                             std::optional<TileShape> tile_shape = std::nullopt);
 
@@ -197,12 +196,19 @@ std::optional<Kernel> kernel_from_name(std::string const& name);
 // neighbours-together order), "lanes" for fill (its lanes form, where each lane loads its own
 // vector's rows: the only form for rows of a vector or less, named for longer rows too).
 // std::nullopt for any other name.
+enum class BoxForm { Default, Small };
 struct NamedKernel {
   Kernel kernel;
   std::optional<TileShape> shape;
+  BoxForm box = BoxForm::Default;
   bool together = false, lanes = false;
 };
 std::optional<NamedKernel> parse_kernel_name(std::string const& name);
+
+// force() for a named kernel in its form (a tile shape, a box form), or std::nullopt with the
+// reason in *why_not; the together and lanes forms are the caller's to apply.
+std::optional<Choice> force_named(Plan const& plan, NamedKernel const& named, Device const& device,
+                                  std::string* why_not);
 
 // The forms parse_kernel_name takes after a slash, for error messages.
 char const* named_forms();

@@ -167,7 +167,7 @@ std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch, c10
       TORCH_CHECK(false, "cute_transpose.explain: unknown kernel '", kernel, "'; the kernels are ", c10::Join(", ", all),
                   ", ", named_forms());
     }
-    auto forced = force(*plan, named->kernel, device, &why, named->shape);
+    auto forced = force_named(*plan, *named, device, &why);
     TORCH_CHECK(forced, "cute_transpose.explain: the ", kernel, " kernel cannot run this permute: ", why);
     c = *forced;
     c.together = named->together && has_together_order(c);
