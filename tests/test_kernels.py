@@ -2004,10 +2004,16 @@ def box_cases():
 
 
 DTYPE_OF_SIZE = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64, 16: torch.complex128}
+BOX_CASES = box_cases()
 
 
-@pytest.mark.parametrize("name", ["box", "box/small"])
-@pytest.mark.parametrize("case", box_cases(), ids=lambda c: f"{'x'.join(map(str, c[0]))}-{''.join(map(str, c[1]))}-e{c[2]}-{c[3]}")
+def over_box_forms_and_cases(test):
+    """Parametrizes a test over each box form and each of the random box cases (drawn once)."""
+    test = pytest.mark.parametrize("case", BOX_CASES, ids=lambda c: f"{'x'.join(map(str, c[0]))}-{''.join(map(str, c[1]))}-e{c[2]}-{c[3]}")(test)
+    return pytest.mark.parametrize("name", ["box", "box/small"])(test)
+
+
+@over_box_forms_and_cases
 def test_box_plans_move_every_element_once_in_whole_vectors(case, name):
     shape, dims, esize, view = case
     x = view_of(view, shape, DTYPE_OF_SIZE[esize], "cpu")
@@ -2037,8 +2043,7 @@ def test_box_plans_move_every_element_once_in_whole_vectors(case, name):
 
 
 @needs_cuda
-@pytest.mark.parametrize("name", ["box", "box/small"])
-@pytest.mark.parametrize("case", box_cases(), ids=lambda c: f"{'x'.join(map(str, c[0]))}-{''.join(map(str, c[1]))}-e{c[2]}-{c[3]}")
+@over_box_forms_and_cases
 def test_box_forms_write_every_element(case, name):
     """The plans replayed above, run on the GPU into a poisoned output."""
     shape, dims, esize, view = case
