@@ -1,5 +1,6 @@
 // The chooser: given a Plan, which kernel runs it, in which configuration, and why. Every
-// routing rule and threshold of the package lives in choose.cpp; the kernels obey a Choice.
+// routing rule and threshold of the package lives in choose.cpp; the kernels obey a Choice
+// (the Box kernel's plan comes from box_plan.h).
 //
 // `transpose` and `permute` on CUDA take choose(): the plan's shape class (class_key) is looked
 // up in the tuning table measured for the GPU's architecture (csrc/tuning/sm_XY.inc, written by

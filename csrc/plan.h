@@ -12,6 +12,10 @@
 
 namespace cute_transpose {
 
+// Whole multiples: of v elements, and of `bytes` bytes from address 0.
+inline bool divisible(int64_t x, int64_t v) { return x % v == 0; }
+inline bool aligned(void const* p, int64_t bytes) { return reinterpret_cast<uintptr_t>(p) % uint64_t(bytes) == 0; }
+
 // x.permute(perm) written into a contiguous `out`, as dims listed in the output's order
 // (outermost first, so dims[rank - 1] is the output's innermost dim). Size-1 dims are dropped and
 // neighbours whose strides chain in both tensors are merged, the way x.view would; a short

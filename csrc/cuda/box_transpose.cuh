@@ -1,6 +1,6 @@
 // The Box kernel: any permute, for shapes the tile transpose handles badly -- dims of a few
 // elements anywhere, short contiguous runs on either side, rows no vector fits. It is cuTT's
-// "Packed" idea: the chooser (choose.cpp, plan_box) gathers the innermost dims of each side
+// "Packed" idea: the planner (box_plan.cpp) gathers the innermost dims of each side
 // into a box of up to six dims -- e.g. (C = 3, 4096 pixels) of an NCHW -> NHWC uint8 image --
 // so that each side reads the box in long contiguous runs. Per box:
 //   1. threads walk the box in the input's memory order, one vector of VI elements each,
