@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import torch
 
+import box_host
 import box_model
 import cute_transpose
 from conftest import (ONE_PER_SIZE, assert_bits_equal, assert_writes_only_out, call, dtype_id, element_size,
@@ -2040,6 +2041,37 @@ def test_box_plans_move_every_element_once_in_whole_vectors(case, name):
     assert torch.equal(groups - groups[:, :1], torch.arange(k).expand_as(groups)) and torch.all(groups[:, 0] % k == 0)
     got = box_model.replay(plan["cuda"]["box"], (index[::k] // k).numpy(), x.storage_offset() // k, groups.shape[0])
     assert np.array_equal(got, (groups[:, 0] // k).numpy())
+
+
+@pytest.fixture(scope="module")
+def box_on_the_host(tmp_path_factory):
+    """The Box kernel's source compiled for the host (box_host.py), or a skip saying why not."""
+    built = box_host.build(tmp_path_factory.mktemp("box_host"))
+    if isinstance(built, str):
+        pytest.skip(f"the Box kernel cannot be built for the host: {built}")
+    return built
+
+
+@over_box_forms_and_cases
+def test_box_kernel_source_runs_the_plans_on_the_host(case, name, box_on_the_host, tmp_path):
+    """The plans replayed above, run by the Box kernel's own source on the CPU (box_host.py),
+    with 1, 3 or 40 blocks: every output byte is torch's, nothing lands outside the output, and
+    no access leaves its tensor or its alignment (the runner aborts on one)."""
+    shape, dims, esize, view = case
+    x = view_of(view, shape, DTYPE_OF_SIZE[esize], "cpu")
+    if math.prod(shape) == 0:
+        return
+    try:
+        plan = cute_transpose.explain(x, dims, kernel=name)
+    except RuntimeError as e:
+        assert "cannot run" in str(e), e
+        pytest.skip(str(e))
+    if plan["route"] == "empty" or "box" not in plan["cuda"]:
+        pytest.skip(f"no box: {plan['cuda'].get('reason')}")
+    blocks = (1, 3, 40)[(len(shape) + esize) % 3]
+    output, guards = box_host.run(box_on_the_host, tmp_path, x, plan["cuda"], blocks)
+    assert torch.equal(output, reference(x, dims).reshape(-1).view(torch.uint8))
+    assert torch.all(guards == 0xA5), "the kernel wrote outside the output"
 
 
 @needs_cuda
