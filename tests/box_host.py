@@ -8,9 +8,8 @@ fast and slow paths, vector widths and launcher, with every global access checke
 alignment and shared memory for overflow. It cannot see what only a GPU shows (memory ordering
 between threads beyond the barriers, the compiler's device code), so the GPU tests stay.
 
-The source is copied unchanged but for a few lines of box_transpose.cuh (REWRITES): the launch,
-the shared-memory declaration, and the global accesses and shared-memory words, which go
-through checks. Each rewrite must match as often as written, so a change to those lines fails
+The source is copied unchanged but for a few lines (REWRITES): the launch, the shared-memory
+declaration, and the global accesses and shared-memory words, which go through checks. Each rewrite must match as often as written, so a change to those lines fails
 here loudly rather than running something else."""
 
 import importlib.util
@@ -28,16 +27,20 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 HOST = ROOT / "tests" / "host"
 GUARD = 256  # box_main.cpp's kGuard
 
-# (pattern, replacement, times it must match) in box_transpose.cuh.
-REWRITES = [
-    (r"box_transpose<T, decltype\(vi\)::value, decltype\(vo\)::value><<<grid, kBoxThreads, smem, stream>>>\(params\);",
-     "host::launch(box_transpose<T, decltype(vi)::value, decltype(vo)::value>, grid.x, kBoxThreads, smem, params);", 1),
-    (r"extern __shared__ __align__\(16\) unsigned char smem_bytes\[\];",
-     "auto* smem_bytes = reinterpret_cast<unsigned char*>(host::shared.data());", 1),
-    (r"\*reinterpret_cast<VecIn const\*>\(([^;]*)\);", r"checked_load<VecIn>(\1);", 2),
-    (r"\*reinterpret_cast<VecOut\*>\((dst \+ [^)]*)\) = ([^;]*);", r"checked_store<VecOut>(\1, \2);", 2),
-    (r"(uint32_t\* s = reinterpret_cast<uint32_t\*>\(smem \+ at\);)", r"\1 check_shared_word(s);", 1),
-]
+# Per source file: (pattern, replacement, times it must match). The launcher's other files are
+# copied unchanged.
+REWRITES = {
+    "box_transpose.cuh": [
+        (r"box_transpose<T, decltype\(vi\)::value, decltype\(vo\)::value><<<grid, kBoxThreads, smem, stream>>>\(params\);",
+         "host::launch(box_transpose<T, decltype(vi)::value, decltype(vo)::value>, grid.x, kBoxThreads, smem, params);", 1),
+        (r"extern __shared__ __align__\(16\) unsigned char smem_bytes\[\];",
+         "auto* smem_bytes = reinterpret_cast<unsigned char*>(host::shared.data());", 1),
+        (r"\*reinterpret_cast<VecIn const\*>\(([^;]*)\);", r"checked_load<VecIn>(\1);", 2),
+        (r"\*reinterpret_cast<VecOut\*>\((dst \+ [^)]*)\) = ([^;]*);", r"checked_store<VecOut>(\1, \2);", 2),
+        (r"(uint32_t\* s = reinterpret_cast<uint32_t\*>\(smem \+ at\);)", r"\1 check_shared_word(s);", 1),
+    ],
+}
+COPIED = ["box.cu"] + [f"box_e{e}.cu" for e in (1, 2, 4, 8, 16)]
 
 
 def cutlass_include():
@@ -72,13 +75,14 @@ def build(directory):
     if cutlass is None:
         return "no CUTLASS headers"
     directory = pathlib.Path(directory)
-    source = (ROOT / "csrc" / "cuda" / "box_transpose.cuh").read_text()
-    for pattern, replacement, times in REWRITES:
-        found = len(re.findall(pattern, source))
-        assert found == times, f"box_transpose.cuh: {pattern!r} matched {found} times, not {times}"
-        source = re.sub(pattern, replacement, source)
-    (directory / "box_transpose.cuh").write_text(source)
-    for name in ["box.cu"] + [f"box_e{e}.cu" for e in (1, 2, 4, 8, 16)]:
+    for name, rewrites in REWRITES.items():
+        source = (ROOT / "csrc" / "cuda" / name).read_text()
+        for pattern, replacement, times in rewrites:
+            found = len(re.findall(pattern, source))
+            assert found == times, f"{name}: {pattern!r} matched {found} times, not {times}"
+            source = re.sub(pattern, replacement, source)
+        (directory / name).write_text(source)
+    for name in COPIED:
         shutil.copy(ROOT / "csrc" / "cuda" / name, directory / name)
     binary = directory / "box_main"
     includes = [directory, HOST, ROOT / "csrc", cutlass, cuda] + ([cuda / "cccl"] if (cuda / "cccl").is_dir() else [])
