@@ -1126,11 +1126,19 @@ std::optional<NamedKernel> parse_kernel_name(std::string const& name) {
 
 std::optional<Choice> force_named(Plan const& plan, NamedKernel const& named, Device const& device,
                                   std::string* why_not) {
-  if (named.box == BoxForm::Default) return force(plan, named.kernel, device, why_not, named.shape);
-  std::string dummy;
-  Choice c;
-  c.kernel = Kernel::Box;
-  if (!(c.box = plan_small_box(plan, why_not ? why_not : &dummy))) return std::nullopt;
+  std::optional<Choice> c;
+  if (named.box == BoxForm::Default) {
+    c = force(plan, named.kernel, device, why_not, named.shape);
+  } else {
+    std::string dummy;
+    c.emplace();
+    c->kernel = Kernel::Box;
+    if (!(c->box = plan_small_box(plan, why_not ? why_not : &dummy))) return std::nullopt;
+  }
+  if (c) {
+    c->together = named.together && has_together_order(*c);
+    c->lanes = c->lanes || named.lanes;
+  }
   return c;
 }
 

@@ -206,8 +206,9 @@ struct NamedKernel {
 };
 std::optional<NamedKernel> parse_kernel_name(std::string const& name);
 
-// force() for a named kernel in its form (a tile shape, a box form), or std::nullopt with the
-// reason in *why_not; the together and lanes forms are the caller's to apply.
+// force() for a named kernel in its form (a tile shape, a box form, the lanes form; the
+// together order where the plan has one: has_together_order), or std::nullopt with the reason
+// in *why_not. explain and _permute_with both take it, so what explain names is what runs.
 std::optional<Choice> force_named(Plan const& plan, NamedKernel const& named, Device const& device,
                                   std::string* why_not);
 

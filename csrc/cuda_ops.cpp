@@ -134,8 +134,6 @@ at::Tensor permute_with_cuda(at::Tensor const& x, at::IntArrayRef dims, c10::str
   std::string why;
   auto choice = force_named(*plan, *named, device_info(), &why);  // also where choose() would not offer it
   TORCH_CHECK(choice, "cute_transpose._permute_with: the ", name, " kernel cannot run this permute: ", why);
-  choice->together = named->together;
-  choice->lanes = choice->lanes || named->lanes;
   execute(*choice, x, perm, out);
   return out;
 }

@@ -170,8 +170,6 @@ std::string explain(at::Tensor const& x, at::IntArrayRef dims, int64_t arch, c10
     auto forced = force_named(*plan, *named, device, &why);
     TORCH_CHECK(forced, "cute_transpose.explain: the ", kernel, " kernel cannot run this permute: ", why);
     c = *forced;
-    c.together = named->together && has_together_order(c);
-    c.lanes = c.lanes || named->lanes;
     c.key = class_key(*plan);
     c.reason = "named by the caller";
     is_offered = offered(c, &why);

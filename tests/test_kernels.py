@@ -184,6 +184,9 @@ def test_explain_takes_the_names_permute_with_does():
     rows = cuda(torch.empty(40960, 2, 8), (1, 0, 2), "rows/together", gpu="NVIDIA H200")
     assert rows["name"] == "rows/together" and rows["config"].endswith("neighbouring runs read together")
     assert cuda(torch.empty(40960, 2, 8), (1, 0, 2), "rows", gpu="NVIDIA H200")["name"] == "rows"
+    # No together order where nothing holds the next run: the plain one, as _permute_with runs it
+    # (force_named sets the order for both).
+    assert cuda(torch.empty(40960, 16), (0, 1), "rows/together")["name"] == "rows"
     broadcast = torch.empty(1, 70000, dtype=torch.uint8).expand(100, 70000)  # output rows of 100 repeats
     assert "once per warp" in cuda(broadcast, (1, 0), "fill")["config"]
     assert "once per lane" in cuda(broadcast, (1, 0), "fill/lanes")["config"]
