@@ -20,11 +20,9 @@ constexpr int64_t kBoxRunBytes = 128, kBoxBytes = 16384, kBoxMaxBytes = 40960;
 int box_vector(BoxPlan const& b, int const* order, int64_t const* global, int64_t const* outer, void const* base) {
   int64_t const E = b.element_size;
   // The contiguous run: box dims whose strides chain, all but the last whole.
-  int j = 0;
-  if (global[order[0]] != 1) return 1;
-  while (j + 1 < b.rank && b.tile[order[j]] == b.size[order[j]] &&
-         global[order[j + 1]] == global[order[j]] * b.size[order[j]])
-    ++j;
+  int const run = b.run_dims(order, global);
+  if (run == 0) return 1;
+  int const j = run - 1;
   int64_t prefix = 1;
   for (int i = 0; i < j; ++i) prefix *= b.tile[order[i]];
   // The kernel is compiled for vectors of 16 bytes, 4 bytes and single elements.
@@ -88,10 +86,7 @@ std::optional<BoxPlan> lay_out_box(Plan const& plan, std::vector<int64_t> const&
   // Shared memory in the input's order. The output side walks it across the input's contiguous
   // run; when the run is a multiple of 16 bytes, those walks would keep hitting the same few
   // banks, so a pad of one word (or element) follows each run.
-  int run = 0;
-  while (run + 1 < b.rank && b.in[b.in_order[0]] == 1 && b.tile[b.in_order[run]] == b.size[b.in_order[run]] &&
-         b.in[b.in_order[run + 1]] == b.in[b.in_order[run]] * b.size[b.in_order[run]])
-    ++run;
+  int const run = std::max(0, b.run_dims(b.in_order, b.in) - 1);  // the run's last dim
   int64_t stride = 1;
   for (int k = 0; k < b.rank; ++k) {
     b.smem[b.in_order[k]] = stride;

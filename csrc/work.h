@@ -192,6 +192,18 @@ struct BoxPlan {
   bool keeps_positions() const {
     return volume / vin <= kKeptVectors && volume / vout <= kKeptVectors && tile[out_order[0]] % vout == 0;
   }
+
+  // How many of a side's innermost box dims (order: in_order or out_order, global: in or out)
+  // form its run, one stretch of memory: the innermost if unit-stride, then each next one whose
+  // stride chains on from a whole dim before it (0 if the innermost is not unit-stride).
+  int run_dims(int const* order, int64_t const* global) const {
+    if (rank == 0 || global[order[0]] != 1) return 0;
+    int n = 1;
+    while (n < rank && tile[order[n - 1]] == size[order[n - 1]] &&
+           global[order[n]] == global[order[n - 1]] * size[order[n - 1]])
+      ++n;
+    return n;
+  }
 };
 
 }  // namespace cute_transpose
