@@ -48,7 +48,8 @@ bool tile_fits(Problem const& p, int W) {
 
 // Lean (cuda/lean_transpose.cu) and Words (cuda/words.cu), one tile per block
 // (cuda/small_grid.cuh): a transpose (m unit-stride in the output) of up to three batch dims,
-// each grid dim within CUDA's limits and every offset in 32 bits.
+// each grid dim within CUDA's limits walked n-tiles first (a kernel that walks m-tiles first
+// checks that its n-tiles fit in blockIdx.y) and every offset in 32 bits.
 bool small_grid_fits(Problem const& p, TileDims t, std::string* why) {
   if (p.out_row_stride != 1 && p.rows > 1) return *why = "m is not unit-stride in the output", false;
   if (p.batch.rank > 3) return *why = "more than 3 batch dims", false;
@@ -1386,8 +1387,10 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       // The tile kernels' walk (walk_m_first): m-tiles first where the output's runs split
       // sectors. On an H200, uint8 (497, 1252, 400) permuted (1, 2, 0) -- four m-tiles, each a
       // 128-byte piece of every 497-byte output row -- ran at 0.28 of clone n-tiles first, 0.42
-      // m-tiles first (padded 0.39).
-      c.problem->m_first = walk_m_first(p, tile);
+      // m-tiles first (padded 0.39). Walking m-tiles first puts the n-tiles in blockIdx.y, which
+      // holds 65535 (cuda/small_grid.cuh): a matrix of more n-tiles (uint8 6 x 13171981, whose
+      // words grid could not launch) walks its n-tiles first.
+      c.problem->m_first = walk_m_first(p, tile) && (p.cols + tile.bn - 1) / tile.bn <= kMaxGridYZ;
       return c;
     }
     default:  // the seed ladder takes any strides

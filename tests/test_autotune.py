@@ -81,6 +81,19 @@ def test_tuned_calls_are_bit_exact_and_keep_their_pick(tuning, dtype):
         assert len(cute_transpose.autotune_cache()) == len(picks), "a second call of a shape timed again"
 
 
+@needs_cuda
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.bfloat16], ids=dtype_id)
+def test_tuning_launches_every_candidate_of_a_long_matrix(tuning, dtype):
+    """Matrices of 3 rows and 4.2M columns: the autotuner launches every kernel that takes the
+    plan, words among them, whose one-tile-per-block grid must walk the 131,076 n-tiles of its
+    narrow tiles in blockIdx.x (a launch that failed raised here)."""
+    for x, dims in [(random_tensor((3, 4194401), dtype, "cuda"), (1, 0)),
+                    (random_tensor((1, 4194401, 1), dtype, "cuda").expand(3, -1, -1), (1, 2, 0))]:
+        assert cute_transpose.explain(x, dims, kernel="words")["kernel"] == "words"
+        expected = reference(x, dims)
+        assert_bits_equal(run_poisoned(lambda t: cute_transpose.permute(t, dims), x, expected.shape), expected)
+
+
 def forced_kernel(name):
     """The kernel of a name that forces one: "rows/together" -> "rows"."""
     kernel, _, order = name.partition("/")

@@ -1400,6 +1400,7 @@ WORDS_CASES = [
     ((2, 296, 73), (0, 2, 1), "shifted"),               # rows off by one from the allocation; the last ends it
     ((7, 3, 61, 8), (1, 0, 3, 2), "offset"),            # n of 8: tiles mostly empty
     ((4, 130, 67), (0, 2, 1), "expand"),                # a broadcast batch dim
+    ((3, 4194401), (1, 0), "contiguous"),               # more n-tiles than blockIdx.y holds: walked n-tiles first
 ]
 
 
@@ -1425,6 +1426,35 @@ def test_words_transposes_every_element(dtype, case):
 def test_words_refuses_what_it_cannot_run(make, dims, why):
     with pytest.raises(RuntimeError, match=why):
         torch.ops.cute_transpose._explain(make().to("meta"), list(dims), 90, "words")
+
+
+# Lean and words run one tile per block on a 2-D grid (cuda/small_grid.cuh) whose blockIdx.y
+# holds 65535 tiles: the m-tiles, or the n-tiles where the kernel walks m-tiles first. Every form
+# either refuses or walks so that its grid launches (words, walking m-tiles first, once put the
+# 411,625 n-tiles of uint8 6 x 13171981 there, and its launch failed).
+@pytest.mark.parametrize("make, dims", [
+    (lambda: torch.empty(6, 13171981, dtype=torch.uint8), (1, 0)),
+    (lambda: torch.empty(2, 2318831, dtype=torch.uint8), (1, 0)),
+    (lambda: torch.empty(13171981, 6, dtype=torch.uint8), (1, 0)),
+    (lambda: torch.empty(1, 20445718, 1, dtype=torch.bfloat16).expand(3, -1, -1), (1, 2, 0)),
+    (lambda: torch.empty(3, 4194401, dtype=torch.float16), (1, 0)),
+    (lambda: torch.empty(5, 70001, 61, dtype=torch.uint8), (0, 2, 1)),
+    (lambda: torch.empty(4194401, 3, dtype=torch.float32), (1, 0)),
+])
+@pytest.mark.parametrize("form", ["lean", "lean/tall", "lean/wide", "lean/large", "words", "words/square"])
+@pytest.mark.parametrize("gpu", [None, "NVIDIA H200"])
+def test_one_tile_per_block_grids_launch(make, dims, form, gpu):
+    x = make().to("meta")
+    try:
+        info = cute_transpose.explain(x, dims, kernel=form, gpu=gpu)["cuda"]
+    except RuntimeError as e:
+        assert "m-tiles" in str(e) or "4 bytes or more" in str(e) or "32 bits" in str(e), e
+        return
+    assert info["kernel"] == form.partition("/")[0], info
+    bm, bn = map(int, re.match(r"(\d+)x(\d+)", info["config"]).groups())
+    rows, cols = info["dims"][info["m"]][0], info["dims"][info["n"]][0]
+    walked_in_y = -(-cols // bn) if "m-tiles first" in info["config"] else -(-rows // bm)
+    assert walked_in_y <= 65535, info
 
 
 # Where words takes 1- and 2-byte transposes (choose.cpp, words_takes_elements): one element per

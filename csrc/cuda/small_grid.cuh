@@ -1,8 +1,8 @@
 // One tile per block, placed straight by blockIdx, every offset in 32 bits: the grid of the
 // kernels of small and mid-sized work (lean_transpose.cu, words.cu). blockIdx.x and y walk the
 // n- and m-tiles (swapped where the chooser walks m-tiles first, Problem::m_first), z the batch
-// of up to three dims. The chooser (choose.cpp, small_grid_fits) has checked that the grid and
-// every offset fit.
+// of up to three dims. The chooser (choose.cpp: small_grid_fits, and the walk it gives lean and
+// words) has checked that the grid and every offset fit.
 #pragma once
 
 #include "launch.h"
