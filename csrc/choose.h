@@ -43,7 +43,8 @@ enum class Kernel {
   SeedCopy,
 };
 
-// The chooser's candidates, by name (cute_transpose.KERNELS, the tuning table's values).
+// The chooser's candidates, by name (cute_transpose.KERNELS, the tuning table's values). The
+// names, their forms and Choice::config are kernel_names.cpp's.
 std::vector<std::string> const& candidate_names();
 char const* kernel_name(Kernel k);
 
