@@ -1433,18 +1433,18 @@ def test_words_refuses_what_it_cannot_run(make, dims, why):
 # either refuses or walks so that its grid launches (words, walking m-tiles first, once put the
 # 411,625 n-tiles of uint8 6 x 13171981 there, and its launch failed).
 @pytest.mark.parametrize("make, dims", [
-    (lambda: torch.empty(6, 13171981, dtype=torch.uint8), (1, 0)),
-    (lambda: torch.empty(2, 2318831, dtype=torch.uint8), (1, 0)),
-    (lambda: torch.empty(13171981, 6, dtype=torch.uint8), (1, 0)),
-    (lambda: torch.empty(1, 20445718, 1, dtype=torch.bfloat16).expand(3, -1, -1), (1, 2, 0)),
-    (lambda: torch.empty(3, 4194401, dtype=torch.float16), (1, 0)),
-    (lambda: torch.empty(5, 70001, 61, dtype=torch.uint8), (0, 2, 1)),
-    (lambda: torch.empty(4194401, 3, dtype=torch.float32), (1, 0)),
+    (lambda: torch.empty(6, 13171981, dtype=torch.uint8, device="meta"), (1, 0)),
+    (lambda: torch.empty(2, 2318831, dtype=torch.uint8, device="meta"), (1, 0)),
+    (lambda: torch.empty(13171981, 6, dtype=torch.uint8, device="meta"), (1, 0)),
+    (lambda: torch.empty(1, 20445718, 1, dtype=torch.bfloat16, device="meta").expand(3, -1, -1), (1, 2, 0)),
+    (lambda: torch.empty(3, 4194401, dtype=torch.float16, device="meta"), (1, 0)),
+    (lambda: torch.empty(5, 70001, 61, dtype=torch.uint8, device="meta"), (0, 2, 1)),
+    (lambda: torch.empty(4194401, 3, dtype=torch.float32, device="meta"), (1, 0)),
 ])
 @pytest.mark.parametrize("form", ["lean", "lean/tall", "lean/wide", "lean/large", "words", "words/square"])
 @pytest.mark.parametrize("gpu", [None, "NVIDIA H200"])
 def test_one_tile_per_block_grids_launch(make, dims, form, gpu):
-    x = make().to("meta")
+    x = make()
     try:
         info = cute_transpose.explain(x, dims, kernel=form, gpu=gpu)["cuda"]
     except RuntimeError as e:
