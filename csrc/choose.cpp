@@ -14,12 +14,6 @@
 namespace cute_transpose {
 namespace {
 
-// Whether `range` (an array or container) holds `value`.
-template <class Range, class T>
-bool contains(Range const& range, T const& value) {
-  return std::find(std::begin(range), std::end(range), value) != std::end(range);
-}
-
 //
 // What each kernel can run.
 //

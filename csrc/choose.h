@@ -9,6 +9,8 @@
 // The seed ladder and `copy` force their own kernel (force()).
 #pragma once
 
+#include <algorithm>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +19,12 @@
 #include "tile_config.h"
 
 namespace cute_transpose {
+
+// Whether `range` (an array or container) holds `value`.
+template <class Range, class T>
+bool contains(Range const& range, T const& value) {
+  return std::find(std::begin(range), std::end(range), value) != std::end(range);
+}
 
 enum class Kernel {
   // Candidates of the chooser.

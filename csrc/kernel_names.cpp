@@ -3,7 +3,6 @@
 // (explain's "config"). Which kernel runs a plan, and why, is choose.cpp's.
 #include "choose.h"
 
-#include <algorithm>
 #include <sstream>
 
 namespace cute_transpose {
@@ -40,8 +39,7 @@ char const* kernel_name(Kernel k) {
 }
 
 bool is_candidate(Kernel k) {
-  auto const& names = candidate_names();
-  return std::find(names.begin(), names.end(), kernel_name(k)) != names.end();
+  return contains(candidate_names(), kernel_name(k));
 }
 
 std::optional<Kernel> kernel_from_name(std::string const& name) {
