@@ -275,6 +275,15 @@ def explain_cell(x: torch.Tensor, dims: Dims) -> Optional[dict]:
 Explain = Callable[[torch.Tensor, Dims], Optional[dict]]
 
 
+def poison_next_block(like: torch.Tensor, device: torch.device) -> None:
+    """Fill with 0xFF bytes the block of GPU memory that an output of `like`'s size most likely
+    gets next (the caching allocator hands a freed block of the same size back first), so that
+    an op that leaves elements unwritten shows them, instead of the right answer an earlier op
+    left in that block."""
+    if device.type == "cuda":
+        torch.empty(like.numel() * like.element_size(), dtype=torch.uint8, device=device).fill_(0xFF)
+
+
 def run_op(spec: OpSpec, cell: Cell, x: torch.Tensor, source: torch.Tensor,
            timer: Timer, device: torch.device, explain: Explain = explain_cell,
            again: Optional[list] = None) -> Result:
@@ -282,18 +291,23 @@ def run_op(spec: OpSpec, cell: Cell, x: torch.Tensor, source: torch.Tensor,
     an op that was timed, to time it again."""
     arg, expected = (source, source) if spec.role == "copy" else (x, x.permute(cell.dims))
     result = Result(cell, spec.name, "ok")
+    wrong = "output differs from " + ("its input" if spec.role == "copy" else "x.permute(dims).contiguous()")
     try:
         fn = spec.make(cell)
+        poison_next_block(expected, device)
         start = time.perf_counter()
         out = fn(arg)
         synchronize(device)
         result.first_s = time.perf_counter() - start
         if not same_bits(out, expected):
-            result.status, result.detail = "WRONG", "output differs from " + (
-                "its input" if spec.role == "copy" else "x.permute(dims).contiguous()")
+            result.status, result.detail = "WRONG", wrong
             return result
         del out
         result.ms = timer(lambda: fn(arg))
+        poison_next_block(expected, device)  # and once more after the timed launches
+        if not same_bits(fn(arg), expected):
+            result.status, result.detail, result.ms = "WRONG", wrong + " after it was timed", None
+            return result
         if again is not None:
             again.append((result, lambda: timer(lambda: fn(arg))))
     except Exception as e:  # noqa: BLE001  (recorded in the results, never fatal)

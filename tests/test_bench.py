@@ -177,6 +177,28 @@ def test_run_cell_checks_then_times():
     assert rows["clone"].gbps == pytest.approx(2 * 35 * 4 / 1e6)
 
 
+def test_an_op_wrong_after_its_timed_launches_is_wrong():
+    """The output is checked again after the timing: a kernel right on its first launch and not
+    on later ones (a launch that silently does nothing, a walk that skips tiles) is not timed."""
+    cell = Cell("t", "", (5, 7), (1, 0), "float32")
+    calls = []
+
+    def first_right(c):
+        def run(x):
+            calls.append(1)
+            out = x.permute(c.dims).contiguous()
+            return out if len(calls) == 1 else out.index_fill_(0, torch.tensor([2]), 0.0)
+        return run
+    flaky = OpSpec("flaky", "permute", first_right, "")
+    clone = OpSpec("clone", "copy", lambda c: lambda x: x.clone(), "")
+    rows = {r.op: r for r in run_cell(cell, [clone, flaky], lambda fn: 1.0, torch.device("cpu"),
+                                      explain=lambda x, d: None)}
+    assert len(calls) == 2  # checked, (timer), checked again
+    assert rows["flaky"].status == "WRONG" and "after it was timed" in rows["flaky"].detail
+    assert rows["flaky"].ms is None and rows["flaky"].ratio is None
+    assert rows["clone"].status == "ok"
+
+
 def test_run_cell_times_in_rounds_and_keeps_each_ops_fastest():
     cell = Cell("t", "", (5, 7), (1, 0), "float32")
     good = OpSpec("good", "permute", lambda c: lambda x: x.permute(c.dims).contiguous(), "")
