@@ -39,6 +39,10 @@ bool tile_fits(Problem const& p, int W) {
   return V == 1 || (side_fits(p, W, true) && side_fits(p, W, false));
 }
 
+// The tiles of shape t along a matrix's m and n sides.
+int64_t tiles_m(Problem const& p, TileDims t) { return (p.rows + t.bm - 1) / t.bm; }
+int64_t tiles_n(Problem const& p, TileDims t) { return (p.cols + t.bn - 1) / t.bn; }
+
 // Lean (cuda/lean_transpose.cu) and Words (cuda/words.cu), one tile per block
 // (cuda/small_grid.cuh): a transpose (m unit-stride in the output) of up to three batch dims,
 // each grid dim within CUDA's limits walked n-tiles first (a kernel that walks m-tiles first
@@ -46,7 +50,7 @@ bool tile_fits(Problem const& p, int W) {
 bool small_grid_fits(Problem const& p, TileDims t, std::string* why) {
   if (p.out_row_stride != 1 && p.rows > 1) return *why = "m is not unit-stride in the output", false;
   if (p.batch.rank > 3) return *why = "more than 3 batch dims", false;
-  if (p.batch.count > kMaxGridYZ || (p.rows + t.bm - 1) / t.bm > kMaxGridYZ)
+  if (p.batch.count > kMaxGridYZ || tiles_m(p, t) > kMaxGridYZ)
     return *why = "more than 65535 matrices or m-tiles", false;
   int64_t in = (p.rows - 1 + t.bm) * p.row_stride + (p.cols - 1 + t.bn) * p.col_stride;
   int64_t out = (p.cols + t.bn) * p.out_col_stride + p.rows + t.bm;
@@ -78,7 +82,7 @@ int tile_width(Problem const& p) {
 
 // The tiles of shape t that cover the batch of matrices.
 int64_t tile_count(Problem const& p, TileDims t) {
-  return (p.rows + t.bm - 1) / t.bm * ((p.cols + t.bn - 1) / t.bn) * p.batch.count;
+  return tiles_m(p, t) * tiles_n(p, t) * p.batch.count;
 }
 
 // The share of its tiles' area a (rows, cols) matrix fills.
@@ -224,16 +228,14 @@ bool tile_takes_larger_tiles(Problem const& p) {
 // far apart it loses (float32 1000003 x 61, two tiles across n: 0.815 -> 0.682).
 bool walk_m_first(Problem const& p, TileDims t) {
   if (!output_splits_sectors(p)) return false;
-  int64_t const tiles_m = (p.rows + t.bm - 1) / t.bm, tiles_n = (p.cols + t.bn - 1) / t.bn;
-  return !input_splits_sectors(p) || tiles_n >= tiles_m;
+  return !input_splits_sectors(p) || tiles_n(p, t) >= tiles_m(p, t);
 }
 
 // On a GPU whose rule it is (Device::long_side_first), the tile and lean kernels walk m-tiles
 // first also where the output's runs are whole sectors, wherever there are at least as many
 // m-tiles as n-tiles (device_rules, after this namespace, has the measurements).
 bool long_side_first(Problem const& p, TileDims t, Device const& device) {
-  int64_t const tiles_m = (p.rows + t.bm - 1) / t.bm, tiles_n = (p.cols + t.bn - 1) / t.bn;
-  return device.long_side_first && !output_splits_sectors(p) && tiles_m >= tiles_n;
+  return device.long_side_first && !output_splits_sectors(p) && tiles_m(p, t) >= tiles_n(p, t);
 }
 
 // The tile shape on `device`. Where its rule leaves out the Large configuration
@@ -1224,7 +1226,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       // m-tiles first (padded 0.39). Walking m-tiles first puts the n-tiles in blockIdx.y, which
       // holds 65535 (cuda/small_grid.cuh): a matrix of more n-tiles (uint8 6 x 13171981, whose
       // words grid could not launch) walks its n-tiles first.
-      c.problem->m_first = walk_m_first(p, tile) && (p.cols + tile.bn - 1) / tile.bn <= kMaxGridYZ;
+      c.problem->m_first = walk_m_first(p, tile) && tiles_n(p, tile) <= kMaxGridYZ;
       return c;
     }
     default:  // the seed ladder takes any strides
