@@ -815,10 +815,11 @@ bool batch_in_stride(Batch const& batch, int64_t stride) {
 //   1.11 x over 82 shapes, 0.801 -> 0.890 of clone, faster on 74, more than 5% slower on 5
 //   (down to 0.87 x: (1565, 14487, 4) reversed, 994 us; reversals of (a, b, 4) with b over
 //   9000 ran 0.87-1.13 x); never slower than ATen's copy (0.26-0.41 of clone there).
-// The H100's timings point the other way: its tuning grids ran that class's 4 offset slices
-// (gaps after each pixel: the rule leaves them) on interleave at 1.14-2.24 x split, float64
-// (4, 5792, 50, 3) permuted (2, 0, 3, 1) at 1.33 x, and its autotuning timed the sweep's four
-// cells that the rule moves at 0.76-0.94 x interleave on split: the rule is the H200's.
+// The H100's timings pointed the other way until split was timed again there (docs/PERFORMANCE.md,
+// "The split kernel timed again on the H100"): the H100's table now ranks split first in the
+// classes of these unpacks itself, and in the sweep split ran the five float64 reversals it moved
+// there at 1.01-1.29 x interleave. So the rule moves none of the shapes of the tuning grids and
+// sweeps any more; it stays the H200's for a table that ranks interleave first.
 std::optional<Choice> split_takes_dense_unpacks(Plan const& plan, Choice const& pick, Device const& device) {
   int const E = plan.element_size;
   bool const measured = (E == 8 && pick.channels <= 3) || (E == 16 && pick.channels == 4 && pick.problem->rows >= 600);
@@ -1795,6 +1796,10 @@ std::optional<Choice> lean_takes_padded_bytes(Plan const& plan, Choice const& pi
 //   than 5% slower; lean 1.08 x, 6 slower. Held out (seed 307, 23 such shapes, 9-343 us): 1.14 x
 //   (0.88-1.40 x), 2 slower; moved by the rule (seed 310, 30 shapes): 1.11 x (0.90-1.36 x), one
 //   slower, 1.21 -> 1.34 of clone (eager 1.05; a broadcast input reads fewer bytes than clone).
+// Since split was timed again on the H100 (docs/PERFORMANCE.md, "The split kernel timed again on
+// the H100"), the H100's table ranks split first for the .o3.i3 transposes whose rows lie on the
+// 16-byte grid, so padded reaches this rule there only from inputs off the grid (stepped), and
+// the split branch moved none of the shapes of the tuning grids and sweeps.
 std::optional<Choice> padded_gives_way(Plan const& plan, Choice const& pick, Device const& device) {
   if (!device.padded_gives_way || pick.kernel != Kernel::Padded || plan.element_size != 8) return std::nullopt;
   auto const if_offered = [&](Kernel k) -> std::optional<Choice> {

@@ -984,14 +984,14 @@ def test_rechoose_replays_the_chooser_on_a_saved_sweep():
 
 def test_rechoose_replays_the_rules_of_the_gpu_that_measured_the_run():
     from bench import rechoose
-    # float64 (9119, 7035, 2) reversed: interleave on the H100's rules, split on an H200's
-    cell = {"case": "c", "shape": [9119, 7035, 2], "dims": [2, 1, 0], "dtype": "float64", "view": {}}
+    # float64 (3001, 1000) transposed: realign on the H100's rules, tile on an H200's
+    cell = {"case": "c", "shape": [3001, 1000], "dims": [1, 0], "dtype": "float64", "view": {}}
     sweep = [{**cell, "op": "eager", "ratio": 0.4}, {**cell, "op": "permute", "ratio": 0.66,
-                                                    "explain": {"kernel": "interleave"}}]
+                                                    "explain": {"kernel": "realign"}}]
     [h100] = rechoose.rechoose({"meta": {"device_name": "NVIDIA H100 80GB HBM3"}, "sweep": sweep})
     [h200] = rechoose.rechoose({"meta": {"device_name": "NVIDIA H200"}, "sweep": sweep})
     [named] = rechoose.rechoose({"sweep": sweep}, gpu="NVIDIA H200")  # a run without meta, --gpu
-    assert (h100["now"], h200["now"], named["now"]) == ("interleave", "split", "split")
+    assert (h100["now"], h200["now"], named["now"]) == ("realign", "tile", "tile")
 
 
 def test_rechoose_names_the_block_order_of_rows_and_gather():
