@@ -114,7 +114,23 @@ Choice autotune(Plan const& plan, Device const& device, std::function<void(Choic
       timed.push_back({std::move(*c), {}});
     }
   }
-  for (auto& c : timed) run(c.choice);
+  // Each candidate's first launch, untimed. One whose launch fails (a grid or resource over this
+  // GPU's limits that its launcher reports) is dropped and named in the timings, so that
+  // autotuning fails only where every candidate does, as the table's pick alone would.
+  std::string failed;
+  timed.erase(std::remove_if(timed.begin(), timed.end(),
+                             [&](Candidate const& c) {
+                               try {
+                                 run(c.choice);
+                                 return false;
+                               } catch (c10::Error const&) {
+                                 (void)cudaGetLastError();  // a failed launch's error is not sticky
+                                 failed += (failed.empty() ? "" : ", ") + forced_name(c.choice.kernel, c.choice.together);
+                                 return true;
+                               }
+                             }),
+              timed.end());
+  if (timed.empty()) return choose(plan, device);
   Timer timer;
   at::Tensor& flush = flush_buffer(index);
   int rounds = kMinRounds;
@@ -140,7 +156,8 @@ Choice autotune(Plan const& plan, Device const& device, std::function<void(Choic
   });
   Candidate const& pick =
       listed != timed.end() && timed.front().ms > (1 - kKeepTablePick) * listed->ms ? *listed : timed.front();
-  remember(autotune_key(plan, index), {pick.choice.kernel, pick.choice.together, timings_text(timed)});
+  std::string const text = timings_text(timed) + (failed.empty() ? "" : "; failed to launch: " + failed);
+  remember(autotune_key(plan, index), {pick.choice.kernel, pick.choice.together, text});
   return pick.choice;
 }
 
