@@ -952,7 +952,19 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 
 // Rules measured to differ between GPU models of one architecture (docs/PERFORMANCE.md, "On an
 // H200"). Everything else -- the tuning table, the other rules -- was measured on the H100 and is
-// shared. On the H200 (do_bench beside clone, one run, the better of three rounds):
+// shared. Two rules found on the H200 held on the H100 as well, on fresh shapes with the rule
+// fixed beforehand, and every sm_90 GPU takes them (docs/PERFORMANCE.md, "Two H200 rules on the
+// H100"):
+//   - Transposes of 8-byte elements that the table gives ATen's copy, where that copy would load
+//     a sector for every element, in split (split_takes_scattered_aten has the measurements):
+//     1.57 x over 46 held-out float64 shapes on an H200, 1.76 x over 35 on an H100.
+//   - Transposes that the table gives gather, where gather would load a sector for every
+//     element, into outputs of 16 MiB or more (6 MiB or more for 1- and 2-byte elements), in
+//     split (split_takes_scattered_gather has the measurements): on an H200 1.74 x over 70
+//     held-out shapes, 1.34 x over 18 held-out 1- and 2-byte ones of 6-16 MiB; on an H100 1.74 x
+//     and 1.55 x over 103 and 112.
+// The rest are the H200's own. On the H200 (do_bench beside clone, one run, the better of three
+// rounds):
 //   - Walking m-tiles first where tiles_m >= tiles_n: float32 7264^2 0.882 -> 0.921 (square
 //     tiles), 32768 x 8192 0.899 -> 0.964, 43408 x 1216 0.900 -> 0.930 (tall); float64
 //     32768 x 8192 0.889 -> 0.959, 8192^2 0.955 -> 0.985; bfloat16 8192^2 0.936 -> 0.951;
@@ -990,9 +1002,6 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     600 or more) one element per access whose channels' run continues into the next dim in
 //     split (split_takes_dense_unpacks has the measurements): the sweep's float64 (24099, 164,
 //     2) reversed 0.679 -> 0.805 of clone.
-//   - Transposes of 8-byte elements that the table gives ATen's copy, where that copy would load
-//     a sector for every element, in split (split_takes_scattered_aten has the measurements):
-//     1.57 x over 46 held-out float64 shapes.
 //   - Transposes of 2-byte elements never run box: the next kernel of the ranking runs (skips_box
 //     has the measurements): 1.53 x box over 88 held-out shapes.
 //   - Transposes of 4- and 8-byte elements that the table gives padded, where lean's tiles would
@@ -1006,12 +1015,9 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //   - 1-byte planes packed one element per access skipping gaps in gather rather than
 //     interleave (gather_takes_gapped_packs has the measurements): 1.65 x over 60 held-out
 //     shapes.
-//   - Transposes that the table gives gather, where gather would load a sector for every
-//     element, into outputs of 16 MiB or more (6 MiB or more for 1- and 2-byte elements), in
-//     split (split_takes_scattered_gather has the measurements): 1.74 x over 70 held-out shapes,
-//     1.34 x over 18 held-out 1- and 2-byte ones of 6-16 MiB; the previous rule's gapped 1-byte
-//     packs whose reads are scattered, at any size: 1.66 x and 1.42 x over 47 and 46 held-out
-//     shapes of 16 MiB or more and under it.
+//   - The gapped 1-byte packs of the previous rule whose reads are scattered, at any size, in
+//     split (split_takes_scattered_gather, below, has the measurements): 1.66 x and 1.42 x over
+//     47 and 46 held-out shapes of 16 MiB or more and under it.
 //   - Transposes that the table gives split one element per access, whose output side chains
 //     two dims into a run under 128 elements with the input's rows next to it, in tiles under
 //     80% full, in gather (gather_takes_short_split_rows has the measurements): 1.24 x over 60
@@ -1035,6 +1041,7 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     lanes share sectors, in gather (gather_takes_shared_sectors has the measurements).
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
+  d.scattered_aten_split = d.scattered_gather_split = arch == 90;  // measured on the H100 and the H200
   if (name.find("H200") != std::string::npos) {
     d.long_side_first = true;
     d.rows_threads = 128;
@@ -1043,12 +1050,10 @@ Device device_rules(int arch, bool tma, std::string const& name) {
     d.lean_element_loads = true;
     d.tile_gives_way = true;
     d.dense_unpacks_split = true;
-    d.scattered_aten_split = true;
     d.box_gives_way = true;
     d.padded_lean = true;
     d.element_aten_interleave = true;
     d.gapped_pack_gather = true;
-    d.scattered_gather_split = true;
     d.far_short_runs_aten = true;
     d.runs_together = true;
     d.short_split_gather = true;
@@ -1407,7 +1412,7 @@ bool gather_takes_aten_rows(Plan const& plan, Choice const& c, Device const& dev
 // with strides under 32 bytes; where each of those dims lies kScatteredReach or more elements
 // apart in the output, loads issued near each other in time never share a sector, and every
 // 8-byte element costs one (the reach was set on the design grid below, where 128 to 1024
-// separated the shapes alike). On a GPU whose rule it is (Device::scattered_aten_split), such
+// separated the shapes alike). On every sm_90 GPU (Device::scattered_aten_split), such
 // transposes of 8-byte elements that the table gives ATen's copy run the split kernel, which
 // reads whole tile rows. Measured on an H200 (ATen's copy and split forced by name,
 // bit-checked, the better of two rounds beside clone; docs/PERFORMANCE.md, "Transposes whose
@@ -1424,6 +1429,11 @@ bool gather_takes_aten_rows(Plan const& plan, Choice const& c, Device const& dev
 //   complex64 and 5 int64 at 1.85 x, 0.412 -> 0.761 of clone, 2.22 x over the 29 of 100 us or
 //   more; three ran slower, 0.82 x (float64 (177, 81, 5, 28, 21, 6) permuted (0, 1, 5, 3, 2, 4),
 //   946 us), 0.87 x and 0.89 x.
+// On an H100, with the rule as the H200 set it (docs/PERFORMANCE.md, "Two H200 rules on the
+// H100"; the 35 shapes the rule moves among the sweep's random families drawn from seeds
+// 330-339, 12-532 us of copy): split 1.76 x ATen's copy (0.87-6.15 x), 0.522 -> 0.917 of clone
+// (eager 0.522), one more than 5% slower ((523, 967, 29, 4) float64 permuted (1, 3, 0, 2),
+// 0.885 -> 0.771).
 constexpr int64_t kScatteredReach = 512;
 
 // The least output stride over the dims the input reads with a stride under one sector, but
@@ -1452,7 +1462,7 @@ std::optional<Choice> split_takes_scattered_aten(Plan const& plan, Choice const&
 // no two loads of that window share a sector: every element costs one, 32 bytes read for 1-16
 // used, and the sectors come back for the elements they also hold only after the window has
 // moved on, from L2 or, for inputs larger than it, from memory. The split kernel reads whole
-// tile rows instead. On a GPU whose rule it is (Device::scattered_gather_split), transposes the
+// tile rows instead. On every sm_90 GPU (Device::scattered_gather_split), transposes the
 // table gives gather whose reads are scattered so run the split kernel where it is offered.
 // Measured on an H200 (gather, split, ATen's copy forced by name, bit-checked, the better of
 // two rounds beside clone; docs/PERFORMANCE.md, "Gather picks whose reads share no sector"):
@@ -1492,6 +1502,12 @@ std::optional<Choice> split_takes_scattered_aten(Plan const& plan, Choice const&
 //   16-byte elements (seed 315, 30 shapes) ran 0.90 x: they keep the 16 MiB bound;
 // - held out (seed 314, 40 shapes, 8-16 us of copy): the 18 of 6 MiB or more 1.34 x (0.89-1.93 x),
 //   0.278 -> 0.372 of clone (eager 0.277), 2 more than 5% slower; the 22 under it 0.87 x.
+// On an H100, with the rule as the H200 set it (docs/PERFORMANCE.md, "Two H200 rules on the
+// H100"; gather and split forced by name, bit-checked, the better of two rounds beside clone),
+// over the table's gather picks it moves among the sweep's random families drawn from seeds
+// 330-337 and 340-347 (103 and 112 shapes, 12-485 us of copy): split 1.74 x and 1.55 x gather,
+// 0.171 -> 0.297 and 0.209 -> 0.325 of clone (eager 0.176 and 0.217), 6 more than 5% slower in
+// each; behind eager by more than 5% on 11 and 8, where gather was on 34 and 52.
 constexpr int64_t kScatteredGatherReach = 2048, kScatteredGatherBytes = int64_t(16) << 20,
                   kScatteredNarrowGatherBytes = int64_t(6) << 20;
 
@@ -2032,7 +2048,7 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
       static std::string const scattered_gather =
           "gather would load a sector for each element (the input's dims within one sector lie " +
           std::to_string(kScatteredGatherReach) +
-          " or more elements apart in the output), on a GPU whose rule runs these in split: run split";
+          " or more elements apart in the output), where split reads whole tile rows: run split";
       static std::string const gapped_packs = "1-byte planes packed one element per access skipping gaps, on a GPU "
                                               "whose rule runs them in gather: run gather";
       if (gather_takes_gapped_packs(cls, *c, device))
@@ -2044,8 +2060,8 @@ Choice table_choice(Plan const& plan, Device const& device, bool explain) {
         }
       static std::string const scattered = "8-byte elements that ATen's copy would load a sector each (the input's dims "
                                            "within one sector lie " + std::to_string(kScatteredReach) +
-                                           " or more elements apart in the output), on a GPU whose rule runs these in "
-                                           "split: run split";
+                                           " or more elements apart in the output), where split reads whole tile "
+                                           "rows: run split";
       if (auto split = instead(split_takes_scattered_aten(plan, *c, device), scattered.c_str()))
         return *split;
       if (auto split = instead(split_takes_scattered_gather(plan, *c, device), scattered_gather.c_str()))

@@ -107,7 +107,8 @@ struct Device {
   // choose.cpp).
   bool dense_unpacks_split = false;
   // Transposes of 8-byte elements that the table gives ATen's copy, where that copy would load
-  // a sector for every element, run the split kernel (split_takes_scattered_aten, choose.cpp).
+  // a sector for every element, run the split kernel (split_takes_scattered_aten, choose.cpp;
+  // every sm_90 GPU, device_rules).
   bool scattered_aten_split = false;
   // Transposes of 2-byte elements never run the box kernel: the chooser passes over it to the
   // next kernel of the ranking (skips_box, choose.cpp).
@@ -125,7 +126,7 @@ struct Device {
   bool gapped_pack_gather = false;
   // Transposes that the table gives the gather kernel, or that gapped_pack_gather moves there,
   // where gather would load a sector for every element, run the split kernel
-  // (split_takes_scattered_gather, choose.cpp).
+  // (split_takes_scattered_gather, choose.cpp; every sm_90 GPU, device_rules).
   bool scattered_gather_split = false;
   // Row copies of 4-byte elements in runs of one to three that the table, or rows_gather, gives
   // the gather kernel, where the elements sharing a run's sectors come round again only far

@@ -362,8 +362,12 @@ def test_split_runs_where_its_sides_chain_into_16_byte_vectors_and_fill_its_tile
     x = make()
     assert cute_transpose.explain(x, dims, kernel="split")["cuda"]["config"].endswith(", 16-byte vectors")
     info = cute_transpose.explain(x, dims)["cuda"]
-    assert (info["kernel"] == "split") == runs_split, info
-    assert ("sides chain" in info["reason"]) == runs_split, info["reason"]
+    # Where the pick would load a sector per element (gather's or ATen's copy's), that rule runs
+    # split first, in the same configuration.
+    scattered = any(why in info["reason"] for why in ("gather would load a sector for each element",
+                                                      "that ATen's copy would load a sector each"))
+    assert (info["kernel"] == "split") == (runs_split or scattered), info
+    assert ("sides chain" in info["reason"]) == (runs_split and not scattered), info["reason"]
 
 
 # The split kernel's tiles keep the square tile's size and take the aspect (square, tall or wide)
@@ -671,25 +675,29 @@ def test_explain_on_an_h200_runs_row_copies_of_aten_in_gather(shape, dims, dtype
     check_h200_moves(meta_view(shape, dtype, view), dims, on_h200, "that the table gives ATen's copy")
 
 
-# ... and transposes of 8-byte elements that the table gives ATen's copy run the split kernel on
-# an H200 where that copy would load a sector for every element: the input's dims whose strides
-# stay within one 32-byte sector lie 512 or more elements apart in the output. Other element
-# sizes, closer dims and broadcast inputs keep the H100's pick.
-@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
-    ((53, 36, 2, 46, 8), (1, 4, 0, 2, 3), torch.float64, None, "split"),
-    ((2, 2351, 93, 21, 4), (4, 3, 2, 1, 0), torch.float64, "offset", "split"),
-    ((599, 55, 26, 4), (3, 1, 0, 2), torch.int64, None, "split"),
-    ((2022, 56, 2, 52, 8), (1, 4, 0, 2, 3), torch.complex64, None, "split"),
-    ((322, 128, 2, 13, 5), (1, 0, 4, 3, 2), torch.float64, None, None),  # 26 apart in the output
-    ((10, 3, 22, 2348, 4), (4, 1, 3, 2, 0), torch.float64, "expand", None),  # broadcast
-    ((32, 52, 40, 29, 10), (2, 4, 0, 1, 3), torch.float32, None, None),
-    ((45, 18, 124, 24), (3, 1, 0, 2), torch.bfloat16, None, None),
-    ((5013, 47, 85, 2), (3, 1, 0, 2), torch.complex128, None, None),
+# Both GPUs run transposes of 8-byte elements that the table gives ATen's copy in the split kernel
+# where that copy would load a sector for every element: the input's dims whose strides stay
+# within one 32-byte sector lie 512 or more elements apart in the output. Other element sizes,
+# closer dims and broadcast inputs keep their pick, the same on both.
+@pytest.mark.parametrize("shape, dims, dtype, view, moved", [
+    ((53, 36, 2, 46, 8), (1, 4, 0, 2, 3), torch.float64, None, True),
+    ((2, 2351, 93, 21, 4), (4, 3, 2, 1, 0), torch.float64, "offset", True),
+    ((599, 55, 26, 4), (3, 1, 0, 2), torch.int64, None, True),
+    ((2022, 56, 2, 52, 8), (1, 4, 0, 2, 3), torch.complex64, None, True),
+    ((523, 967, 29, 4), (1, 3, 0, 2), torch.float64, None, True),
+    ((322, 128, 2, 13, 5), (1, 0, 4, 3, 2), torch.float64, None, False),  # 26 apart in the output
+    ((10, 3, 22, 2348, 4), (4, 1, 3, 2, 0), torch.float64, "expand", False),  # broadcast
+    ((32, 52, 40, 29, 10), (2, 4, 0, 1, 3), torch.float32, None, False),
+    ((45, 18, 124, 24), (3, 1, 0, 2), torch.bfloat16, None, False),
+    ((5013, 47, 85, 2), (3, 1, 0, 2), torch.complex128, None, False),
 ])
-def test_explain_on_an_h200_runs_scattered_8_byte_transposes_of_aten_in_split(shape, dims, dtype, view, on_h200):
-    x = meta_view(shape, dtype, view)
-    h200 = check_h200_moves(x, dims, on_h200, "that ATen's copy would load a sector each")
-    assert h200["route"] == "transpose", h200
+def test_explain_runs_scattered_8_byte_transposes_of_aten_in_split(shape, dims, dtype, view, moved):
+    h100, h200 = h100_and_h200(meta_view(shape, dtype, view), dims)
+    for info in (h100, h200):
+        assert info["route"] == "transpose", info
+        assert ("that ATen's copy would load a sector each" in info["reason"]) == moved, info
+        assert not moved or info["kernel"] == "split", info
+    assert moved or h200["kernel"] == h100["kernel"], (h100, h200)  # the others keep the H100's pick
 
 
 # ... and never run the box kernel on 2-byte elements (bfloat16, float16, pairs of uint8): the
@@ -764,35 +772,43 @@ def test_explain_on_an_h200_packs_gapped_1_byte_planes_in_gather(shape, dims, dt
     assert h200["kernel"] == (on_h200 or "interleave"), h200
 
 
-# ... and run the split kernel, rather than gather, where gather would load a sector for each
-# element (the input's dims within one sector lie 2048 or more elements apart in the output) of
-# an output of 16 MiB or more (6 MiB or more for 1- and 2-byte elements), and where the gather is
-# the gapped-pack rule's (uint8 planes), at any size. Gather picks whose sector-sharing dims lie
-# nearer stay, smaller ones stay, and so do those split cannot run.
-@pytest.mark.parametrize("shape, dims, dtype, view, on_h200, on_h100", [
-    ((363, 23, 2, 4178), (3, 1, 0, 2), torch.float16, None, "split", "gather"),
-    ((2, 2884, 49331), (2, 1, 0), torch.bfloat16, None, "split", "gather"),
-    ((2471, 23, 2, 27, 3), (1, 3, 4, 0, 2), torch.int32, None, "split", "gather"),
-    ((4, 7, 8, 120, 6623), (4, 0, 3, 2, 1), torch.uint8, "expand", "split", "gather"),
-    ((2, 41, 4, 2, 9507), (4, 2, 3, 1, 0), torch.bfloat16, None, None, "gather"),  # input rows 656 apart
-    ((5, 4, 120594, 9, 14), (0, 2, 1, 4, 3), torch.float16, None, None, "gather"),  # 9 apart
-    ((136, 6, 66, 35), (3, 1, 0, 2), torch.bfloat16, "step", None, "gather"),  # split cannot run it
-    ((20, 2, 5, 22, 2, 169), (5, 1, 4, 3, 2, 0), torch.uint8, None, None, "gather"),  # 1.5 MiB
-    ((12, 1284, 4, 71), (3, 1, 0, 2), torch.int16, None, "split", "gather"),  # 2-byte elements, 8.4 MiB
-    ((19, 70, 4, 4, 7, 86), (5, 3, 0, 4, 2, 1), torch.uint8, None, "split", "gather"),  # 12.2 MiB
-    ((18, 52, 3, 12, 86), (4, 1, 0, 3, 2), torch.int16, None, None, "gather"),  # 5.5 MiB: under 6 MiB
-    ((6, 4468, 126), (2, 1, 0), torch.float32, None, None, "gather"),  # 4-byte elements, 12.9 MiB
-    ((2, 13844, 2113), (2, 1, 0), torch.uint8, None, "split", "interleave"),  # gathered as gapped packs
-    ((4, 2, 4, 1266, 2574), (0, 1, 4, 3, 2), torch.uint8, None, "split", "interleave"),
-    ((3, 1144, 3, 6496), (3, 2, 1, 0), torch.uint8, "offset", "split", "interleave"),
-    ((3, 819, 2408), (2, 1, 0), torch.uint8, None, "split", "interleave"),  # 5.9 MiB: gapped packs at any size
+# Both GPUs run the split kernel, rather than the table's gather, where gather would load a sector
+# for each element (the input's dims within one sector lie 2048 or more elements apart in the
+# output) of an output of 16 MiB or more (6 MiB or more for 1- and 2-byte elements). Gather
+# picks whose sector-sharing dims lie nearer stay, smaller ones stay, and so do those split
+# cannot run.
+@pytest.mark.parametrize("shape, dims, dtype, view, moved", [
+    ((363, 23, 2, 4178), (3, 1, 0, 2), torch.float16, None, True),
+    ((2, 2884, 49331), (2, 1, 0), torch.bfloat16, None, True),
+    ((2471, 23, 2, 27, 3), (1, 3, 4, 0, 2), torch.int32, None, True),
+    ((4, 7, 8, 120, 6623), (4, 0, 3, 2, 1), torch.uint8, "expand", True),
+    ((2, 41, 4, 2, 9507), (4, 2, 3, 1, 0), torch.bfloat16, None, False),  # input rows 656 apart
+    ((5, 4, 120594, 9, 14), (0, 2, 1, 4, 3), torch.float16, None, False),  # 9 apart
+    ((136, 6, 66, 35), (3, 1, 0, 2), torch.bfloat16, "step", False),  # split cannot run it
+    ((20, 2, 5, 22, 2, 169), (5, 1, 4, 3, 2, 0), torch.uint8, None, False),  # 1.5 MiB
+    ((12, 1284, 4, 71), (3, 1, 0, 2), torch.int16, None, True),  # 2-byte elements, 8.4 MiB
+    ((19, 70, 4, 4, 7, 86), (5, 3, 0, 4, 2, 1), torch.uint8, None, True),  # 12.2 MiB
+    ((18, 52, 3, 12, 86), (4, 1, 0, 3, 2), torch.int16, None, False),  # 5.5 MiB: under 6 MiB
+    ((6, 4468, 126), (2, 1, 0), torch.float32, None, False),  # 4-byte elements, 12.9 MiB
 ])
-def test_explain_on_an_h200_runs_scattered_gather_picks_in_split(shape, dims, dtype, view, on_h200, on_h100):
+def test_explain_runs_scattered_gather_picks_in_split(shape, dims, dtype, view, moved):
+    for info in h100_and_h200(meta_view(shape, dtype, view), dims):
+        assert info["kernel"] == ("split" if moved else "gather"), info
+        assert ("gather would load a sector for each element" in info["reason"]) == moved, info
+
+
+# On an H200 the gapped-pack rule's gather (uint8 planes, which the H100 keeps in interleave) takes
+# the same rule, at any size.
+@pytest.mark.parametrize("shape, dims, dtype, view", [
+    ((2, 13844, 2113), (2, 1, 0), torch.uint8, None),
+    ((4, 2, 4, 1266, 2574), (0, 1, 4, 3, 2), torch.uint8, None),
+    ((3, 1144, 3, 6496), (3, 2, 1, 0), torch.uint8, "offset"),
+    ((3, 819, 2408), (2, 1, 0), torch.uint8, None),  # 5.9 MiB: gapped packs at any size
+])
+def test_explain_on_an_h200_runs_scattered_gapped_packs_in_split(shape, dims, dtype, view):
     x = meta_view(shape, dtype, view)
-    h200 = check_h200_moves(x, dims, on_h200, "gather would load a sector for each element", on_h100)
-    assert h200["kernel"] == (on_h200 or "gather"), h200
-    if on_h100 == "interleave":  # the gapped-pack rule's gather, then this one's split, both said
-        assert "1-byte planes packed" in h200["reason"], h200
+    h200 = check_h200_moves(x, dims, "split", "gather would load a sector for each element", on_h100="interleave")
+    assert "1-byte planes packed" in h200["reason"], h200  # the gapped-pack rule's gather, then this one's split
 
 
 @needs_cuda
@@ -803,8 +819,8 @@ def test_explain_on_an_h200_runs_scattered_gather_picks_in_split(shape, dims, dt
 ])
 @pytest.mark.parametrize("by_name", [False, True])
 def test_moved_scattered_gather_picks_write_every_element(shape, dims, dtypes, by_name):
-    """1- and 2-byte transposes of 6-16 MiB the H200 moves off gather (split_takes_scattered_gather),
-    by the device's own pick and by the split kernel's name."""
+    """1- and 2-byte transposes of 6-16 MiB moved off gather (split_takes_scattered_gather), by the
+    device's own pick and by the split kernel's name."""
     for dtype in dtypes:
         x = view_of("contiguous", shape, dtype, "cuda")
         assert_permute_by_writes_every_element("split" if by_name else None, x, dims)

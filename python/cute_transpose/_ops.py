@@ -178,15 +178,12 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     in wide or lean tiles, sends narrow row copies over many dims, and row copies the table gives
     ATen's copy in rows of 16 bytes or more, to the gather kernel, and unpacks 2-3 channels of
     8-byte elements, or 4 of 16-byte elements into output rows of 600 or more, whose run
-    continues, and transposes of 8-byte elements that ATen's copy would load a sector each, in
-    the split kernel, passes over the box kernel for 2-byte elements, runs the padded
+    continues, in the split kernel, passes over the box kernel for 2-byte elements, runs the padded
     kernel's 4- and 8-byte transposes in lean where lean's tiles would be under half full,
     2-byte transposes that the table gives ATen's copy, and 1-byte ones that skip gaps, in
     interleave where it moves them one element at a time into output rows of 2048 bytes or
-    more, 1-byte planes that interleave would pack skipping gaps in gather, and transposes
-    that the table gives gather, where gather would load a sector for every element into an
-    output of 16 MiB or more (6 MiB or more for 1- and 2-byte elements), and those 1-byte
-    packs at any size where gather would, in split, and row copies of 4-byte elements in
+    more, 1-byte planes that interleave would pack skipping gaps in gather, and those packs in
+    split where gather would load a sector for every element, and row copies of 4-byte elements in
     runs of one to three that gather would take,
     where the data beside each run comes back 8192 or more elements later, in ATen's
     copy, and has rows and gather read row copies in runs under 256 bytes whose next run lies
