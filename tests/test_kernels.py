@@ -346,27 +346,29 @@ def test_split_writes_every_element(case, view, dtype):
 # Where the chained sides give split 16-byte vectors that the tuning tables never timed it at,
 # it runs instead of the table's pick if the tiles it takes (split_shape) are at least half full
 # (90% full for 8-byte elements the table gives to gather), the input is not broadcast and the
-# pick is not the lean kernel (choose.cpp, chained_split).
-@pytest.mark.parametrize("make, dims, runs_split", [
-    (lambda: torch.empty(41, 20, 2, 3, 24, 112, device="meta")[1:], (1, 5, 0, 4, 2, 3), True),  # tiles full
-    (lambda: torch.empty(17, 48, 2590, 24, dtype=torch.float64, device="meta"), (2, 3, 1, 0), True),  # over aten
-    (lambda: torch.empty(29, 2, 1085, 166, dtype=torch.float64, device="meta"), (2, 3, 1, 0), True),  # over aten
-    (lambda: torch.empty(6, 6, 1300, 5, 71, dtype=torch.float64, device="meta"), (2, 3, 0, 4, 1), False),  # gather's
+# pick is not the lean kernel (choose.cpp, chained_split). `scattered`: the pick would load a
+# sector per element (gather's, or ATen's copy's of 8-byte elements), and that rule runs split
+# first, in the same configuration.
+SCATTERED_REASONS = ("gather would load a sector for each element", "that ATen's copy would load a sector each")
+
+
+@pytest.mark.parametrize("make, dims, runs_split, scattered", [
+    (lambda: torch.empty(41, 20, 2, 3, 24, 112, device="meta")[1:], (1, 5, 0, 4, 2, 3), True, True),  # tiles full
+    (lambda: torch.empty(17, 48, 2590, 24, dtype=torch.float64, device="meta"), (2, 3, 1, 0), True, True),  # over aten
+    (lambda: torch.empty(29, 2, 1085, 166, dtype=torch.float64, device="meta"), (2, 3, 1, 0), True, False),  # over aten
+    (lambda: torch.empty(6, 6, 1300, 5, 71, dtype=torch.float64, device="meta"), (2, 3, 0, 4, 1), False, False),  # gather's
     # m = 24: square tiles 38% full, wide ones (32 x 256) 75% (H200: 0.96 x gather, square 0.52 on the H100)
-    (lambda: torch.empty(8, 3, 168672, 15, device="meta"), (2, 1, 3, 0), True),
+    (lambda: torch.empty(8, 3, 168672, 15, device="meta"), (2, 1, 3, 0), True, False),
     (lambda: torch.empty(40, 1, 2, 3, 24, 112, device="meta").expand(40, 20, 2, 3, 24, 112), (1, 5, 0, 4, 2, 3),
-     False),  # broadcast
-    (lambda: torch.empty(17, 95, 73, 8, 64, device="meta"), (2, 1, 4, 3, 0), False),  # 70% full, lean's pick
+     False, True),  # broadcast: not chained_split's
+    (lambda: torch.empty(17, 95, 73, 8, 64, device="meta"), (2, 1, 4, 3, 0), False, False),  # 70% full, lean's pick
 ])
-def test_split_runs_where_its_sides_chain_into_16_byte_vectors_and_fill_its_tiles(make, dims, runs_split):
+def test_split_runs_where_its_sides_chain_into_16_byte_vectors_and_fill_its_tiles(make, dims, runs_split, scattered):
     x = make()
     assert cute_transpose.explain(x, dims, kernel="split")["cuda"]["config"].endswith(", 16-byte vectors")
     info = cute_transpose.explain(x, dims)["cuda"]
-    # Where the pick would load a sector per element (gather's or ATen's copy's), that rule runs
-    # split first, in the same configuration.
-    scattered = any(why in info["reason"] for why in ("gather would load a sector for each element",
-                                                      "that ATen's copy would load a sector each"))
     assert (info["kernel"] == "split") == (runs_split or scattered), info
+    assert any(why in info["reason"] for why in SCATTERED_REASONS) == scattered, info["reason"]
     assert ("sides chain" in info["reason"]) == (runs_split and not scattered), info["reason"]
 
 
