@@ -15,6 +15,12 @@ estimated from those timings: the measured ratio x (old kernel's time / new kern
 inputs are meta tensors: nothing is allocated or run. `arch` (default 90) picks the table, and
 the GPU the run names (its meta's device_name, or --gpu) picks the rules of that model (an
 H200's own, explain()'s `gpu=`).
+
+    python3 bench/rechoose.py --gaps bench/results/NVIDIA_H100_80GB_HBM3-sweep*.json
+
+--gaps: where the autotuner's fastest kernel beat this build's pick by more than 5% in the
+autotuned column of the runs given (their timings, not a new measurement), counted by pick and
+fastest kernel: the leads a new rule or kernel would take up.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import math
 import re
 import sys
 from pathlib import Path
@@ -95,8 +102,42 @@ def rechoose(saved: dict, arch: int = 90, gpu: Optional[str] = None) -> list[dic
                      "ran": forced_name(ours["explain"]), "ours": ours.get("ratio") or 0.0,
                      "eager": (eager or {}).get("ratio") or 0.0,
                      "now": chosen(meta_input(shape, dtype, layout), dims, arch, gpu),
-                     "timings": autotune_timings(cell.get("autotuned"))})
+                     "timings": autotune_timings(cell.get("autotuned")),
+                     "clone_us": 1e3 * ((cell.get("clone") or {}).get("ms") or 0.0)})
     return rows
+
+
+GAP = 1.05  # a pick this much slower than the fastest kernel the autotuner timed is a gap
+LONG_US = 20.0  # cells whose copy takes this long or more: their timings hide the host's time
+
+
+def gaps(rows: Sequence[dict], margin: float = GAP) -> dict[tuple[str, str], list[dict]]:
+    """(this build's pick, the fastest kernel the autotuner timed) -> the cells whose pick was
+    timed there and ran more than `margin` x as long, each with its `gap` (the pick's time over
+    the fastest's). The timings are of the kernels as they were when the run was measured."""
+    out = collections.defaultdict(list)
+    for r in rows:
+        t = r["timings"]
+        if r["now"] not in t:
+            continue
+        fastest = min(t, key=t.get)
+        if t[r["now"]] > margin * t[fastest]:
+            out[(r["now"], fastest)].append({**r, "gap": t[r["now"]] / t[fastest]})
+    return dict(out)
+
+
+def print_gaps(rows: Sequence[dict]) -> None:
+    found = gaps(rows)
+    timed = sum(r["now"] in r["timings"] for r in rows)
+    print(f"{timed} of {len(rows)} cells have the autotuner's timings of this build's pick; on "
+          f"{sum(map(len, found.values()))} of them a kernel it timed ran more than {GAP} x as fast:")
+
+    def cost(cells: list[dict]) -> float:  # the time a pair leaves, summed in log terms over its cells
+        return sum(math.log(c["gap"]) for c in cells)
+    for (pick, fastest), cells in sorted(found.items(), key=lambda kv: -cost(kv[1])):
+        long = sum(c["clone_us"] >= LONG_US for c in cells)
+        print(f"  {pick:14s} -> {fastest:14s} {len(cells):4d} cells ({long} of {LONG_US:.0f} us of copy or more), "
+              f"{math.exp(cost(cells) / len(cells)):.2f} x (geomean), up to {max(c['gap'] for c in cells):.2f} x")
 
 
 def mark(row: dict) -> str:
@@ -109,13 +150,18 @@ def mark(row: dict) -> str:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("run_json", type=Path, help="a saved <gpu>-sweep.json or <gpu>.json")
+    p.add_argument("run_json", type=Path, nargs="+", help="saved <gpu>-sweep.json or <gpu>.json runs")
     p.add_argument("--arch", type=int, default=90, help="the table to look up [90]")
     p.add_argument("--gpu", default=None,
                    help="the GPU model whose rules to replay, as torch.cuda.get_device_name names it [the run's own]")
     p.add_argument("--all", action="store_true", help="every cell, not only the changed ones")
+    p.add_argument("--gaps", action="store_true",
+                   help="where the autotuner's fastest kernel beat this build's pick (its timings in the runs)")
     args = p.parse_args(argv)
-    rows = rechoose(json.loads(args.run_json.read_text()), args.arch, args.gpu)
+    rows = [r for path in args.run_json for r in rechoose(json.loads(path.read_text()), args.arch, args.gpu)]
+    if args.gaps:
+        print_gaps(rows)
+        return 0
     changed = collections.Counter()
     for r in rows:
         if r["ran"] != r["now"]:

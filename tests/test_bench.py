@@ -982,6 +982,37 @@ def test_rechoose_replays_the_chooser_on_a_saved_sweep():
     assert rechoose.estimate({**r, "now": "tile"}) is None  # not timed there
 
 
+def test_rechoose_gaps_count_cells_where_a_timed_kernel_beat_the_pick(tmp_path, capsys):
+    from bench import rechoose
+    rows = [{"now": "aten", "timings": {"aten": 30.0, "gather": 10.0, "box": 12.0}, "clone_us": 25.0},
+            {"now": "aten", "timings": {"aten": 10.0, "gather": 8.0}, "clone_us": 5.0},
+            {"now": "aten", "timings": {"aten": 10.0, "gather": 9.6}, "clone_us": 5.0},  # within 5%
+            {"now": "split", "timings": {"split": 10.0, "aten": 20.0}, "clone_us": 40.0},  # the pick is fastest
+            {"now": "fill", "timings": {"aten": 10.0, "gather": 5.0}, "clone_us": 40.0},  # the pick not timed
+            {"now": "tile", "timings": {}, "clone_us": 40.0}]
+    found = rechoose.gaps(rows)
+    assert set(found) == {("aten", "gather")}
+    assert [c["gap"] for c in found[("aten", "gather")]] == [pytest.approx(3.0), pytest.approx(1.25)]
+    # the command line, over two saved runs: the pick as this build makes it, the timings as saved
+    cell = {"case": "c", "shape": [3001, 1000], "dims": [1, 0], "dtype": "float64", "view": {}}
+    pick = rechoose.rechoose({"sweep": [{**cell, "op": "eager", "ratio": 0.4}, {**cell, "op": "permute", "ratio": 0.6,
+                                                                                "explain": {"kernel": "realign"}}]},
+                             gpu="")[0]["now"]
+    runs = []
+    for i, us in enumerate((20.0, 12.0)):
+        tuned = {**cell, "op": "autotuned", "ratio": 0.7,
+                 "explain": {"kernel": "x", "reason": rechoose.TIMINGS + f"{pick} {us} us, zzz 10.0 us"}}
+        run = {"meta": {"device_name": "NVIDIA H100 80GB HBM3"},
+               "sweep": [{**cell, "op": "clone", "ratio": 1.0, "ms": 0.03}, {**cell, "op": "eager", "ratio": 0.4},
+                         {**cell, "op": "permute", "ratio": 0.6, "explain": {"kernel": pick}}, tuned]}
+        runs.append(tmp_path / f"run{i}.json")
+        runs[-1].write_text(json.dumps(run))
+    assert rechoose.main(["--gaps", *map(str, runs)]) == 0
+    out = capsys.readouterr().out
+    assert "2 of 2 cells have the autotuner's timings" in out and "on 2 of them" in out
+    assert f"{pick:14s} -> zzz" in out and "2 cells (2 of 20 us of copy or more), 1.55 x (geomean), up to 2.00 x" in out
+
+
 def test_rechoose_replays_the_rules_of_the_gpu_that_measured_the_run():
     from bench import rechoose
     # float64 (3001, 1000) transposed: realign on the H100's rules, tile on an H200's
