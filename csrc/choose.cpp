@@ -44,14 +44,14 @@ int64_t tiles_m(Problem const& p, TileDims t) { return (p.rows + t.bm - 1) / t.b
 int64_t tiles_n(Problem const& p, TileDims t) { return (p.cols + t.bn - 1) / t.bn; }
 
 // Lean (cuda/lean_transpose.cu) and Words (cuda/words.cu), one tile per block
-// (cuda/small_grid.cuh): a transpose (m unit-stride in the output) of up to three batch dims,
-// each grid dim within CUDA's limits walked n-tiles first (a kernel that walks m-tiles first
-// checks that its n-tiles fit in blockIdx.y) and every offset in 32 bits.
+// (cuda/small_grid.cuh): a transpose (m unit-stride in the output) of up to three batch dims
+// (of any number of matrices: beyond blockIdx.z's 65535 they launch in slabs), its m-tiles
+// within blockIdx.y's limit walked n-tiles first (a kernel that walks m-tiles first checks that
+// its n-tiles fit there) and every offset in 32 bits.
 bool small_grid_fits(Problem const& p, TileDims t, std::string* why) {
   if (p.out_row_stride != 1 && p.rows > 1) return *why = "m is not unit-stride in the output", false;
   if (p.batch.rank > 3) return *why = "more than 3 batch dims", false;
-  if (p.batch.count > kMaxGridYZ || tiles_m(p, t) > kMaxGridYZ)
-    return *why = "more than 65535 matrices or m-tiles", false;
+  if (tiles_m(p, t) > kMaxGridYZ) return *why = "more than 65535 m-tiles", false;
   int64_t in = (p.rows - 1 + t.bm) * p.row_stride + (p.cols - 1 + t.bn) * p.col_stride;
   int64_t out = (p.cols + t.bn) * p.out_col_stride + p.rows + t.bm;
   bool negative = p.row_stride < 0 || p.col_stride < 0;

@@ -1374,6 +1374,8 @@ LEAN_CASES = [
     ((2, 64, 96), (0, 2, 1), "stepped", (2, 16)),            # n strided: one element per load
     ((6, 48, 72), (2, 0, 1), "contiguous", (16, 16)),        # (6 * 48, 72) transposed, one matrix
     ((7, 3, 61, 8), (1, 0, 3, 2), "offset", (16, 2)),        # n of 8: tiles mostly empty; output rows of 61
+    ((70000, 4, 8), (0, 2, 1), "contiguous", (16, 2)),       # more matrices than blockIdx.z holds: two slabs
+    ((20, 70, 50, 8, 16), (0, 2, 1, 4, 3), "contiguous", (16, 16)),  # 70,000 over three batch dims: the second slab starts inside each
 ]
 
 
@@ -1395,7 +1397,7 @@ def test_lean_transposes_every_element(dtype, case):
 @pytest.mark.parametrize("make, dims, why", [
     (lambda: torch.empty(8, 64, 64), (1, 0, 2), "copy route"),
     (lambda: torch.empty(2, 3, 4, 5, 16, 16)[:, :, :, :, :, :15], (1, 0, 3, 2, 5, 4), "more than 3 batch dims"),
-    (lambda: torch.empty(70000, 4, 4), (0, 2, 1), "more than 65535 matrices"),
+    (lambda: torch.empty(2 ** 23, 3), (1, 0), "more than 65535 m-tiles"),
     (lambda: torch.empty(2, 2 ** 30, dtype=torch.uint8), (1, 0), "offsets beyond 32 bits"),
 ])
 def test_lean_refuses_what_it_cannot_run(make, dims, why):
@@ -1418,6 +1420,8 @@ WORDS_CASES = [
     ((7, 3, 61, 8), (1, 0, 3, 2), "offset"),            # n of 8: tiles mostly empty
     ((4, 130, 67), (0, 2, 1), "expand"),                # a broadcast batch dim
     ((3, 4194401), (1, 0), "contiguous"),               # more n-tiles than blockIdx.y holds: walked n-tiles first
+    ((70001, 3, 5), (0, 2, 1), "contiguous"),           # more matrices than blockIdx.z holds: two slabs
+    ((20, 70, 50, 5, 9), (0, 2, 1, 4, 3), "contiguous"),  # 70,000 over three batch dims
 ]
 
 

@@ -109,8 +109,10 @@ __global__ void __launch_bounds__(Cfg::kThreads) lean_transpose(SmallGrid const 
 template <class T, int VI, int VO, TileShape Shape>
 cudaError_t launch_lean_config(SmallGrid const& a, int batch, cudaStream_t stream) {
   using Cfg = LeanTile<T, VI, VO, Shape>;
-  lean_transpose<Cfg><<<a.grid(Cfg::BM, Cfg::BN, batch), Cfg::kThreads, 0, stream>>>(a);
-  return cudaGetLastError();
+  return a.launch_slabs(batch, [&](SmallGrid const& slab, int matrices) {
+    lean_transpose<Cfg><<<slab.grid(Cfg::BM, Cfg::BN, matrices), Cfg::kThreads, 0, stream>>>(slab);
+    return cudaGetLastError();
+  });
 }
 
 // The four vector combinations in one tile shape.

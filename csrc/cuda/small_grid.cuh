@@ -1,8 +1,10 @@
 // One tile per block, placed straight by blockIdx, every offset in 32 bits: the grid of the
 // kernels of small and mid-sized work (lean_transpose.cu, words.cu). blockIdx.x and y walk the
 // n- and m-tiles (swapped where the chooser walks m-tiles first, Problem::m_first), z the batch
-// of up to three dims. The chooser (choose.cpp: small_grid_fits, and the walk it gives lean and
-// words) has checked that the grid and every offset fit.
+// of up to three dims: batches of more than 65535 matrices, blockIdx.z's limit, launch in slabs
+// of 65535 (launch_slabs), each numbering its matrices from its first, z0. The chooser
+// (choose.cpp: small_grid_fits, and the walk it gives lean and words) has checked that the grid's
+// x and y and every offset fit.
 #pragma once
 
 #include "launch.h"
@@ -16,6 +18,7 @@ struct SmallGrid {
   int batch_rank;
   int size[3], in[3], out[3];  // batch dims, outermost first
   bool m_first;                // blockIdx.x walks the m-tiles, y the n-tiles
+  int z0 = 0;                  // this launch's first matrix
 
   explicit SmallGrid(Problem const& p)
       : src(p.src), dst(p.dst), rows(int(p.rows)), cols(int(p.cols)), row_stride(int(p.row_stride)),
@@ -29,12 +32,24 @@ struct SmallGrid {
   }
 
   // Whether the launcher can run p in (bm, bn) tiles: m unit-stride in the output, up to three
-  // batch dims, and the grid's y and z within CUDA's limits (a last guard; the chooser's
+  // batch dims, and the grid's y within CUDA's limit (a last guard; the chooser's
   // small_grid_fits also checks the offsets).
   static bool launchable(Problem const& p, int bm, int bn) {
     int64_t const grid_y = p.m_first ? (p.cols + bn - 1) / bn : (p.rows + bm - 1) / bm;
-    return (p.out_row_stride == 1 || p.rows == 1) && p.batch.rank <= 3 && p.batch.count <= kMaxGridYZ &&
-           grid_y <= kMaxGridYZ;
+    return (p.out_row_stride == 1 || p.rows == 1) && p.batch.rank <= 3 && grid_y <= kMaxGridYZ;
+  }
+
+  // launch(slab, matrices) for each slab of at most 65535 of the `batch` matrices, in order: a
+  // copy of this grid whose z0 is the slab's first matrix, and how many it holds.
+  template <class Launch>
+  cudaError_t launch_slabs(int batch, Launch&& launch) const {
+    for (int64_t first = 0; first < batch; first += kMaxGridYZ) {
+      SmallGrid slab = *this;
+      slab.z0 = int(first);
+      cudaError_t const e = launch(slab, int(batch - first < kMaxGridYZ ? batch - first : kMaxGridYZ));
+      if (e != cudaSuccess) return e;
+    }
+    return cudaSuccess;
   }
 
   // The grid of (bm, bn) tiles over `batch` matrices.
@@ -45,9 +60,9 @@ struct SmallGrid {
 
 #if defined(__CUDACC__)
   // This block's tile: its corner (m0, n0) and the offsets of the corner in the input and the
-  // output, in elements (the batch from blockIdx.z, innermost dim first).
+  // output, in elements (the matrix z0 + blockIdx.z of the batch, innermost dim first).
   __device__ void tile(int bm, int bn, int& m0, int& n0, int& in_at, int& out_at) const {
-    int z = blockIdx.z;
+    int z = z0 + int(blockIdx.z);
     in_at = 0, out_at = 0;
 #pragma unroll
     for (int d = 2; d >= 0; --d) {

@@ -122,8 +122,10 @@ __global__ void __launch_bounds__(Cfg::kThreads) words_transpose(SmallGrid const
 template <class T, TileShape Shape>
 cudaError_t launch_words_shape(SmallGrid const& a, int batch, cudaStream_t stream) {
   using Cfg = WordsTile<T, Shape>;
-  words_transpose<Cfg><<<a.grid(Cfg::BM, Cfg::BN, batch), Cfg::kThreads, 0, stream>>>(a);
-  return cudaGetLastError();
+  return a.launch_slabs(batch, [&](SmallGrid const& slab, int matrices) {
+    words_transpose<Cfg><<<slab.grid(Cfg::BM, Cfg::BN, matrices), Cfg::kThreads, 0, stream>>>(slab);
+    return cudaGetLastError();
+  });
 }
 
 }  // namespace
