@@ -59,6 +59,7 @@ from bench.harness import (OpSpec, Progress, Result, do_bench_timer, ext,  # noq
 from bench.ops import CLONE  # noqa: E402
 from bench.report import sanitize  # noqa: E402
 from bench.tune_grid import MAIN_BANDS, TUNE_SEED, VIEW_KINDS, by_chooser_class, tune_cells  # noqa: E402
+from bench.dense_grid import dense_batch_cells  # noqa: E402
 from bench.layout_grid import layout_cells  # noqa: E402
 from bench.summary import by_cell  # noqa: E402
 from bench.tune_table import (FEW_SHAPES, SMALL_WORK, Holdout, SavedResult, aggregate, class_holdout,  # noqa: E402
@@ -408,6 +409,9 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
                    help="measure the layouts grid instead of the main one: this many shapes of each "
                         "kind of layout copy real models make (bench/layout_grid.py: window and grid "
                         "partitions, packed and split attention heads, channels-last maps, ...)")
+    p.add_argument("--dense-batches", type=int, default=0, metavar="COUNT",
+                   help="measure this many shapes of the dense-batch grid instead of the main one: "
+                        "batches of small matrices, each whole on both sides (bench/dense_grid.py)")
     p.add_argument("--view", choices=VIEW_KINDS, default="",
                    help="a grid of the 'view' classes alone, every input a view of this kind (a run "
                         "that adds shapes to the classes it marks, such as broadcast inputs)")
@@ -663,6 +667,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     elif args.layouts:
         drawn = cells = layout_cells(args.layouts, args.seed)
         print(f"tune.py: {len(cells)} shapes of the layouts grid", file=sys.stderr)
+    elif args.dense_batches:
+        drawn = cells = dense_batch_cells(args.dense_batches, args.seed)
+        print(f"tune.py: {len(cells)} shapes of the dense-batch grid", file=sys.stderr)
     else:
         drawn = tune_cells(args.per_class, args.seed, bands, args.view)
         cells = by_chooser_class(drawn, chooser.classify, args.per_key, args.max_shapes)
@@ -683,8 +690,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d"),
             "chooser": chooser.source, "kernels": list(chooser.kernels),
             "seed": (f"{args.cells.name} (--thin)" if args.cells else
-                     f"{args.seed} (--layouts {args.layouts})" if args.layouts else args.seed),
-            "bands": ["layouts"] if args.layouts and not args.cells else list(bands),
+                     f"{args.seed} (--layouts {args.layouts})" if args.layouts else
+                     f"{args.seed} (--dense-batches {args.dense_batches})" if args.dense_batches else args.seed),
+            "bands": (["layouts"] if args.layouts and not args.cells else
+                      ["dense batches"] if args.dense_batches and not args.cells else list(bands)),
             **({"view": args.view} if args.view else {}),
             "shapes": measured, "grid_shapes": len(cells), "drawn": len(drawn),
             "per_class": args.per_class, "per_key": args.per_key,

@@ -963,6 +963,9 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     split (split_takes_scattered_gather has the measurements): on an H200 1.74 x over 70
 //     held-out shapes, 1.34 x over 18 held-out 1- and 2-byte ones of 6-16 MiB; on an H100 1.74 x
 //     and 1.55 x over 103 and 112.
+// One rule found on the H100 is set for every sm_90 GPU as well, on the H200's tuning shapes
+// (12, 1.29 x) but not held out there: batches of small matrices, each whole and in order on
+// both sides, in gather (gather_takes_dense_batches has the measurements).
 // The rest are the H200's own. On the H200 (do_bench beside clone, one run, the better of three
 // rounds):
 //   - Walking m-tiles first where tiles_m >= tiles_n: float32 7264^2 0.882 -> 0.921 (square
@@ -1041,7 +1044,7 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     lanes share sectors, in gather (gather_takes_shared_sectors has the measurements).
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
-  d.scattered_aten_split = d.scattered_gather_split = arch == 90;  // measured on the H100 and the H200
+  d.scattered_aten_split = d.scattered_gather_split = d.dense_batch_gather = arch == 90;  // measured on the H100 and the H200
   if (name.find("H200") != std::string::npos) {
     d.long_side_first = true;
     d.rows_threads = 128;
@@ -1954,6 +1957,45 @@ std::optional<Choice> broadcast_gather(Plan const& plan, Choice const& pick, Dev
   return force(plan, Kernel::Gather, device, nullptr);  // offered() takes every shape gather runs
 }
 
+// A batch of small matrices, each whole in the input and in the output, in the same order on
+// both sides: (B, R, C) -> (B, C, R), as in x.transpose(-1, -2) of a contiguous x. The tile
+// kernels' tiles reach past such matrices (R and C of 2-64 elements), where the gather kernel
+// walks the output in 16-byte vectors and loads each element on its own, from a matrix that a
+// few sectors hold, so its lanes share them. On the sm_90 GPUs (device_rules), transposes of at
+// least 2^20 elements of up to 8 bytes, over 1024 matrices or more, run gather where the
+// matrices hold kDenseBatchBytes or less, or kDenseBatchAtenBytes or less where the pick is
+// ATen's copy or padded. Measured (docs/PERFORMANCE.md, "Batches of small matrices in gather"; every
+// kernel forced by name, bit-checked, beside clone, L2 flushed):
+// - design: 22 batches of 66,000-1,048,576 matrices (bench/results/NVIDIA_H100_80GB_HBM3-big-
+//   batches.json.gz), where gather led on 14; and the saved tuning runs' such shapes (H100: 83
+//   the rule moves, 52 of them 1.05 x or more as fast in gather, 2 more than 5% slower
+//   (bfloat16 (40558, 33, 3), 0.61 x; float32 (5256, 113, 8), 0.78 x), 1.18 x over all 83;
+//   H200: 12, 11 faster, none slower, 1.29 x);
+// - held out on an H100 (bench/dense_grid.py, seed 977: 64 shapes of 4-123 MiB, 19 of which
+//   the rule moves, all from ATen's copy): 1.25 x (0.99-1.73 x), 0.717 -> 0.892 of clone
+//   (eager's kernel 0.717, the best kernel 0.900), none more than 5% slower.
+constexpr int64_t kDenseBatchBytes = 1024, kDenseBatchAtenBytes = 4096, kDenseBatchMatrices = 1024;
+constexpr char const* kDenseBatchReason =
+    "1024 or more matrices, each whole and in order on both sides, of up to 1 KiB (4 KiB where the pick is ATen's "
+    "copy or padded), which gather walks in output vectors from few sectors: run gather";
+
+std::optional<Choice> gather_takes_dense_batches(Plan const& plan, Choice const& c, Device const& device) {
+  if (!device.dense_batch_gather || plan.copy_route() || plan.rank != 3 || small_work(plan) ||
+      tensor_element_size(plan) > 8 || c.kernel == Kernel::Gather)
+    return std::nullopt;
+  Dim const& rows = plan.dims[plan.m];  // R: unit-stride in the output
+  Dim const& cols = plan.dims[plan.n];  // C: unit-stride in the input
+  Dim const& batch = plan.dims[3 - plan.m - plan.n];
+  int64_t const matrix = rows.size * cols.size;
+  bool const dense = cols.in == 1 && rows.in == cols.size && rows.out == 1 && cols.out == rows.size &&
+                     batch.in == matrix && batch.out == matrix;
+  int64_t const bytes = matrix * plan.element_size;
+  bool const aten_or_padded = c.kernel == Kernel::Aten || c.kernel == Kernel::Padded;
+  if (!dense || batch.size < kDenseBatchMatrices || bytes > (aten_or_padded ? kDenseBatchAtenBytes : kDenseBatchBytes))
+    return std::nullopt;
+  return force(plan, Kernel::Gather, device, nullptr);
+}
+
 // The tuning table's pick for the plan's class (or the fixed rule's, where no table covers
 // it), moved by the rules that refine it.
 Choice table_choice(Plan const& plan, Device const& device, bool explain) {
@@ -2171,6 +2213,8 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
   };
   if (auto fill = fill_takes_broadcast_rows(plan)) return instead(*fill, kFillReason);
   if (auto fill = fill_takes_short_broadcast_rows(plan, c)) return instead(*fill, kShortFillReason);
+  if (auto gather = gather_takes_dense_batches(plan, c, device))
+    if (offered(*gather, nullptr)) return instead(*gather, kDenseBatchReason);
   if (auto words = words_takes_elements(plan, c, device)) return instead(*words, kWordsReason);
   if (auto aten = wide_broadcast_rows_run_aten(plan, c, device))
     return instead(*aten, "16-byte elements whose output rows each repeat one input element, which ATen's copy "

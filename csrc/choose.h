@@ -164,6 +164,9 @@ struct Device {
   // Transposes of elements of up to 4 bytes that the table gives ATen's copy run gather where
   // the lanes of its loads share 32-byte sectors (gather_takes_shared_sectors, choose.cpp).
   bool shared_sector_gather = false;
+  // Transposes of batches of small matrices, each whole and in order on both sides, run the
+  // gather kernel (gather_takes_dense_batches, choose.cpp; every sm_90 GPU, device_rules).
+  bool dense_batch_gather = false;
 };
 
 // `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as

@@ -1090,6 +1090,32 @@ def test_the_layouts_grid_draws_copies_of_every_family_within_its_bounds():
             assert strided_extent(c.shape, c.view.strides, c.view.offset) <= c.view.strides[0] * c.shape[0]
 
 
+def test_the_dense_batch_grid_draws_batches_of_small_whole_matrices():
+    from bench import dense_grid
+    from bench.cases import ITEMSIZE
+    cells = dense_grid.dense_batch_cells(40, seed=977)
+    assert cells == dense_grid.dense_batch_cells(40, seed=977) != dense_grid.dense_batch_cells(40, seed=978)  # seeded
+    assert {len(c.shape) for c in cells} == {3, 4} and {c.view.kind for c in cells} == {"contiguous", "offset"}
+    for c in cells:
+        rank = len(c.shape)
+        assert c.dims == (*range(rank - 2), rank - 1, rank - 2), c  # the last two dims swap
+        assert 2 <= c.shape[-1] <= 96 and 2 <= c.shape[-2] <= 96, c
+        assert 2 << 20 <= c.nbytes <= 128 << 20, c
+        matrix = c.shape[-1] * c.shape[-2] * ITEMSIZE[c.dtype]
+        assert c.nbytes // matrix == math.prod(c.shape[:-2]), c
+        if c.view.kind == "offset":  # one matrix in: the batch stays whole on both sides
+            assert (c.view.dim, c.view.amount) == (0, 1), c
+
+
+def test_tune_measures_the_dense_batch_grid_in_a_dry_run(tmp_path):
+    from bench import tune
+    out, report = tmp_path / "t.inc", tmp_path / "dense.md"
+    assert tune.main(["--dry-run", "--fake", "--dense-batches", "3", "--out", str(out), "--report", str(report)]) == 0
+    run = json.loads(gzip.decompress((tmp_path / "dense.json.gz").read_bytes()))
+    assert run["meta"]["bands"] == ["dense batches"] and run["meta"]["seed"].endswith("(--dense-batches 3)")
+    assert {r["case"] for r in run["rows"]} == {"dense batch"} and len({tuple(r["shape"]) for r in run["rows"]}) == 3
+
+
 def test_tune_measures_the_layouts_grid_in_a_dry_run(tmp_path):
     from bench import tune
     out, report = tmp_path / "t.inc", tmp_path / "layouts.md"

@@ -439,6 +439,57 @@ def test_broadcast_inputs_that_run_gather_write_every_element(case):
     assert_bits_equal(out, ref)
 
 
+# Batches of small matrices, each whole and in order on both sides (choose.cpp,
+# gather_takes_dense_batches): 2^20 elements or more of up to 8 bytes, 1024 matrices or more, of
+# up to 1 KiB (4 KiB where the pick would be ATen's copy or padded), run gather on every sm_90 GPU.
+DENSE_BATCH_CASES = [  # (shape, dims, dtype, sliced x[1:] of one matrix more, the GPUs whose pick is gather)
+    ((131072, 16, 16), (0, 2, 1), torch.float32, False, "both"),     # 1 KiB matrices
+    ((1 << 20, 8, 8), (0, 2, 1), torch.float16, False, "both"),      # 128 bytes
+    ((66000, 33, 17), (0, 2, 1), torch.float32, False, "H100"),      # 2244 bytes: padded's on the H100, lean's on the H200
+    ((4, 20000, 16, 24), (0, 1, 3, 2), torch.float32, False, "both"),  # a batch of two dims, merged
+    ((45768, 31, 7), (0, 2, 1), torch.float16, True, "both"),        # the input starts one matrix in (the table's gather)
+    ((70000, 16, 64), (0, 2, 1), torch.bfloat16, False, ""),         # 2 KiB in 16-byte vectors: lean's
+    ((70000, 8, 8), (0, 2, 1), torch.complex128, False, ""),         # 16-byte elements
+    ((8, 100, 100, 16, 16), (0, 2, 1, 4, 3), torch.float32, False, ""),  # the batch out of order
+    ((1000, 16, 16), (0, 2, 1), torch.float32, False, ""),           # small work: 2^18 elements
+    ((1000, 32, 33), (0, 2, 1), torch.uint8, False, ""),             # under 1024 matrices
+    ((2000, 40, 40), (0, 2, 1), torch.float32, False, ""),           # 6400-byte matrices
+]
+DENSE_BATCH_RULE = "each whole and in order on both sides"  # its reason, in explain()
+
+
+def dense_batch_id(case):
+    return f"{'x'.join(map(str, case[0]))}-{''.join(map(str, case[1]))}-{dtype_id(case[2])}{'-sliced' if case[3] else ''}"
+
+
+def dense_batch_input(case, device):
+    shape, _, dtype, sliced, _ = case
+    if device == "meta":
+        base = torch.empty((shape[0] + sliced, *shape[1:]), dtype=dtype, device="meta")
+    else:
+        base = random_tensor((shape[0] + sliced, *shape[1:]), dtype, device)
+    return base[1:] if sliced else base
+
+
+@pytest.mark.parametrize("gpu", ["H100", "H200"])
+@pytest.mark.parametrize("case", DENSE_BATCH_CASES, ids=dense_batch_id)
+def test_gather_runs_batches_of_small_dense_matrices(case, gpu):
+    info = cute_transpose.explain(dense_batch_input(case, "meta"), case[1], gpu=f"NVIDIA {gpu}")["cuda"]
+    if case[4] in ("both", gpu):
+        assert info["kernel"] == "gather", info
+    else:
+        assert DENSE_BATCH_RULE not in info["reason"], info["reason"]
+
+
+@needs_cuda
+@pytest.mark.parametrize("case", [c for c in DENSE_BATCH_CASES if c[4] == "both"], ids=dense_batch_id)
+def test_batches_of_small_dense_matrices_transpose_every_element(case):
+    x = dense_batch_input(case, "cuda")
+    ref = reference(x, case[1])
+    out = run_poisoned(lambda t: torch.ops.cute_transpose.permute(t, list(case[1])), x, ref.shape)
+    assert_bits_equal(out, ref)
+
+
 def test_only_aten_runs_on_the_cpu():
     x = random_tensor((5, 7), torch.float32)
     assert_bits_equal(torch.ops.cute_transpose._permute_with(x, [1, 0], "aten"), reference(x, (1, 0)))
