@@ -1981,7 +1981,7 @@ constexpr char const* kDenseBatchReason =
 
 std::optional<Choice> gather_takes_dense_batches(Plan const& plan, Choice const& c, Device const& device) {
   if (!device.dense_batch_gather || plan.copy_route() || plan.rank != 3 || small_work(plan) ||
-      tensor_element_size(plan) > 8 || c.kernel == Kernel::Gather)
+      plan.element_size > 8 || c.kernel == Kernel::Gather)  // the plan's elements, widened ones too
     return std::nullopt;
   Dim const& rows = plan.dims[plan.m];  // R: unit-stride in the output
   Dim const& cols = plan.dims[plan.n];  // C: unit-stride in the input

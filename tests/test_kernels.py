@@ -450,6 +450,7 @@ DENSE_BATCH_CASES = [  # (shape, dims, dtype, sliced x[1:] of one matrix more, t
     ((45768, 31, 7), (0, 2, 1), torch.float16, True, "both"),        # the input starts one matrix in (the table's gather)
     ((70000, 16, 64), (0, 2, 1), torch.bfloat16, False, ""),         # 2 KiB in 16-byte vectors: lean's
     ((70000, 8, 8), (0, 2, 1), torch.complex128, False, ""),         # 16-byte elements
+    ((65536, 8, 8, 2), (0, 2, 1, 3), torch.float64, False, ""),     # float64 pairs, widened to 16-byte elements
     ((8, 100, 100, 16, 16), (0, 2, 1, 4, 3), torch.float32, False, ""),  # the batch out of order
     ((1000, 16, 16), (0, 2, 1), torch.float32, False, ""),           # small work: 2^18 elements
     ((1000, 32, 33), (0, 2, 1), torch.uint8, False, ""),             # under 1024 matrices
