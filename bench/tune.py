@@ -54,12 +54,12 @@ sys.path.insert(0, str(REPO_ROOT))
 import torch  # noqa: E402
 
 from bench.cases import Cell, Dims, View  # noqa: E402
+from bench.dense_grid import dense_batch_cells  # noqa: E402
 from bench.harness import (OpSpec, Progress, Result, do_bench_timer, ext,  # noqa: E402
                            meta_input, perf_counter_timer, run_cell)
 from bench.ops import CLONE  # noqa: E402
 from bench.report import sanitize  # noqa: E402
 from bench.tune_grid import MAIN_BANDS, TUNE_SEED, VIEW_KINDS, by_chooser_class, tune_cells  # noqa: E402
-from bench.dense_grid import dense_batch_cells  # noqa: E402
 from bench.layout_grid import layout_cells  # noqa: E402
 from bench.summary import by_cell  # noqa: E402
 from bench.tune_table import (FEW_SHAPES, SMALL_WORK, Holdout, SavedResult, aggregate, class_holdout,  # noqa: E402

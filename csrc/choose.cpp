@@ -1993,7 +1993,9 @@ std::optional<Choice> gather_takes_dense_batches(Plan const& plan, Choice const&
   bool const aten_or_padded = c.kernel == Kernel::Aten || c.kernel == Kernel::Padded;
   if (!dense || batch.size < kDenseBatchMatrices || bytes > (aten_or_padded ? kDenseBatchAtenBytes : kDenseBatchBytes))
     return std::nullopt;
-  return force(plan, Kernel::Gather, device, nullptr);
+  auto gather = force(plan, Kernel::Gather, device, nullptr);
+  if (!gather || !offered(*gather, nullptr)) return std::nullopt;
+  return gather;
 }
 
 // The tuning table's pick for the plan's class (or the fixed rule's, where no table covers
@@ -2213,8 +2215,7 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
   };
   if (auto fill = fill_takes_broadcast_rows(plan)) return instead(*fill, kFillReason);
   if (auto fill = fill_takes_short_broadcast_rows(plan, c)) return instead(*fill, kShortFillReason);
-  if (auto gather = gather_takes_dense_batches(plan, c, device))
-    if (offered(*gather, nullptr)) return instead(*gather, kDenseBatchReason);
+  if (auto gather = gather_takes_dense_batches(plan, c, device)) return instead(*gather, kDenseBatchReason);
   if (auto words = words_takes_elements(plan, c, device)) return instead(*words, kWordsReason);
   if (auto aten = wide_broadcast_rows_run_aten(plan, c, device))
     return instead(*aten, "16-byte elements whose output rows each repeat one input element, which ATen's copy "
