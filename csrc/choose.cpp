@@ -260,7 +260,9 @@ bool lean_takes_large_tiles_work(Choice const& c, Device const& device) {
 // least one dim per two bytes of the element, beyond the first (float32 from 3 dims, float64
 // from 5), and the row copies of 2-byte and wider elements in vectors under 16 bytes over 6
 // dims or more; never 1-byte elements, which gather loads one byte at a time (device_rules has
-// the measurements).
+// the measurements). On an H100, with this rule and gather_takes_aten_rows as the H200 set them
+// (docs/PERFORMANCE.md, "Six more H200 rules on the H100"; 25 fresh row copies they move,
+// 9-138 us): 1.46 x (0.97-2.54 x), 0.597 -> 0.870 of clone (eager 0.594), none slower.
 bool gather_takes_rows(Plan const& plan, Choice const& c, Device const& device) {
   if (!device.rows_gather || c.kernel != Kernel::Rows || c.width >= 16) return false;
   int const E = c.problem->element_size;
@@ -963,6 +965,38 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     split (split_takes_scattered_gather has the measurements): on an H200 1.74 x over 70
 //     held-out shapes, 1.34 x over 18 held-out 1- and 2-byte ones of 6-16 MiB; on an H100 1.74 x
 //     and 1.55 x over 103 and 112.
+// Six more found on the H200 were timed on an H100 the same way, each alone on 25 fresh shapes
+// it moves, then together, built in, on 80 more (docs/PERFORMANCE.md, "Six more H200 rules on
+// the H100"; 1.34 x over the 80, 0.604 -> 0.810 of clone, one more than 5% slower), and every
+// sm_90 GPU takes them:
+//   - Row copies in vectors under 16 bytes over many dims (gather_takes_rows), and row copies
+//     into output rows of 16 bytes or more that the table gives ATen's copy
+//     (gather_takes_aten_rows), in gather: on an H200 rows alone reached 0.870 and 0.849 of the
+//     better of the two on two unseen grids, the pick 0.975 and 0.989, and ATen's copy's row
+//     copies ran 1.50 x over 38 held-out shapes; on an H100 1.46 x over 25. Runs of 3 float32
+//     elements over 5 or 6 dims ran ATen's copy 1.06-1.40 x as fast as gather on two H200 grids
+//     (5 shapes), but on a third (20 shapes of runs of 3 over 5-7 dims) 0.94 x (float32) and
+//     1.01 x (float64), 8 more than 5% slower: those rows stay with gather.
+//   - Transposes of up to 4-byte elements that the table gives ATen's copy, where gather's lanes
+//     share sectors, in gather (gather_takes_shared_sectors has the measurements): on an H200
+//     1.40 x and 1.41 x over two grids of 60, on an H100 1.40 x over 25.
+//   - Transposes of 4- and 8-byte elements that the table gives padded, where lean's tiles would
+//     be under half full, in lean (lean_takes_padded has the measurements): on an H200 1.19 x
+//     over 100, on an H100 1.17 x over 25.
+//   - Transposes of 2-byte elements that the table gives ATen's copy, where interleave runs one
+//     element per access into output rows of 2048 bytes or more, in interleave, and 1-byte ones
+//     where it skips gaps (interleave_takes_element_aten has the measurements): on an H200 1.70 x
+//     and 1.40 x over 50 and 60 2-byte shapes (with gaps between pixels and without), 1.44 x over
+//     60 1-byte ones; on an H100 1.98 x over 25, two of them 8-19% behind eager.
+//   - Row copies in runs under 256 bytes whose next run lies 1 MiB or more further on in the
+//     output, with blocks in the neighbours-together order (reads_runs_together has the
+//     measurements): on an H200 1.17 x over 60, on an H100 1.04 x over 25.
+//   - Transposes of 4-byte elements that the table gives the tile kernel one element per access,
+//     in lean where gather's reads would be scattered (where lean can run them), else in gather
+//     (element_tiles_give_way has the measurements): on an H200 1.94 x over 99, on an H100
+//     1.94 x over 25 (18 of them behind eager by more than 5% before, 1 after).
+// Two more timed there stay the H200's: uint8 padded picks in lean's square tiles (1.04 x over
+// 25, 8 more than 5% slower) and short split tiles in gather (0.99 x over 25, 6 slower).
 // One rule found on the H100 is set for every sm_90 GPU as well, on the H200's tuning shapes
 // (12, 1.29 x) but not held out there: batches of small matrices, each whole and in order on
 // both sides, in gather (gather_takes_dense_batches has the measurements).
@@ -985,13 +1019,6 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     0.854 / 0.941); float32 large tiles / lean's large tiles: 32768^2 0.930 / 0.960, 32768 x
 //     8192 0.941 / 0.980, 7264^2 0.917 / 0.948, 43408 x 1216 (mostly full) 0.888 / 0.944,
 //     1216 x 43408 0.906 / 0.911. On the H100 large tiles had run uint8 32768^2 at 0.970.
-//   - Narrow row copies in gather (gather_takes_rows): on 64 random row copies in vectors under
-//     16 bytes, gather against rows with one float32 element a vector from 3 dims 0.75-1.00 vs
-//     0.35-0.81; on two grids the rule never saw (63 and 64 cells) the pick reached 0.975 and
-//     0.989 of the better of the two, rows alone 0.870 and 0.849. Runs of 3 float32 elements
-//     over 5 or 6 dims ran ATen's copy 1.06-1.40 x as fast as gather on two grids (5 shapes),
-//     but on a third (20 shapes of runs of 3 elements over 5-7 dims) 0.94 x (float32) and
-//     1.01 x (float64), 8 more than 5% slower: those rows stay with gather.
 //   - 8-byte elements from input rows off the 16-byte grid into output rows of whole vectors in
 //     the lean kernel (lean_takes_element_loads has the measurements): the matrix table's
 //     1000 x 3001 float64 0.947 -> 1.136 of clone.
@@ -999,22 +1026,12 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     own tiles, or 4-byte ones in split's where lean is not offered (tile_gives_way has the
 //     measurements): float32 NHWC -> NCHW of (32, 56, 56, 256) 0.924 -> 0.990 of clone, the
 //     TTC suite's (15, 15, 32, 15, 5, 112) -> (1, 4, 0, 5, 3, 2) 0.792 -> 0.942 (split).
-//   - Row copies of output rows of 16 bytes or more that the table gives ATen's copy, in gather
-//     (gather_takes_aten_rows has the measurements): 1.50 x over 38 held-out shapes.
 //   - Unpacks of 2-3 channels of 8-byte elements (or 4 of 16-byte elements into output rows of
 //     600 or more) one element per access whose channels' run continues into the next dim in
 //     split (split_takes_dense_unpacks has the measurements): the sweep's float64 (24099, 164,
 //     2) reversed 0.679 -> 0.805 of clone.
 //   - Transposes of 2-byte elements never run box: the next kernel of the ranking runs (skips_box
 //     has the measurements): 1.53 x box over 88 held-out shapes.
-//   - Transposes of 4- and 8-byte elements that the table gives padded, where lean's tiles would
-//     be under half full, in lean (lean_takes_padded has the measurements): 1.19 x padded over
-//     100 held-out shapes.
-//   - Transposes of 2-byte elements that the table gives ATen's copy, where interleave runs one
-//     element per access into output rows of 2048 bytes or more, in interleave, and 1-byte ones
-//     where it skips gaps (interleave_takes_element_aten has the measurements): 1.70 x and 1.40
-//     x over 50 and 60 held-out 2-byte shapes (with gaps between pixels and without), 1.44 x over
-//     60 1-byte ones.
 //   - 1-byte planes packed one element per access skipping gaps in gather rather than
 //     interleave (gather_takes_gapped_packs has the measurements): 1.65 x over 60 held-out
 //     shapes.
@@ -1037,35 +1054,26 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     both sides in lean (else split), from broadcast inputs into rows of 2048 bytes or more in the
 //     tile kernel (padded_gives_way has the measurements): 1.16 x and 1.14 x over 40 and 23
 //     held-out shapes.
-//   - Transposes of 4-byte elements that the table gives the tile kernel one element per access,
-//     in lean where gather's reads would be scattered (where lean can run them), else in gather
-//     (element_tiles_give_way has the measurements).
-//   - Transposes of elements of up to 4 bytes that the table gives ATen's copy, where gather's
-//     lanes share sectors, in gather (gather_takes_shared_sectors has the measurements).
 Device device_rules(int arch, bool tma, std::string const& name) {
   Device d{arch, tma};
   d.scattered_aten_split = d.scattered_gather_split = d.dense_batch_gather = arch == 90;  // measured on the H100 and the H200
+  d.rows_gather = d.shared_sector_gather = d.padded_lean = d.element_tiles_give_way = d.element_aten_interleave =
+      d.runs_together = arch == 90;  // found on the H200, held out on the H100
   if (name.find("H200") != std::string::npos) {
     d.long_side_first = true;
     d.rows_threads = 128;
     d.large_tiles = false;
-    d.rows_gather = true;
     d.lean_element_loads = true;
     d.tile_gives_way = true;
     d.dense_unpacks_split = true;
     d.box_gives_way = true;
-    d.padded_lean = true;
-    d.element_aten_interleave = true;
     d.gapped_pack_gather = true;
     d.far_short_runs_aten = true;
-    d.runs_together = true;
     d.short_split_gather = true;
     d.short_split_aten = true;
     d.padded_bytes_lean = true;
     d.realign_gives_way = true;
     d.padded_gives_way = true;
-    d.element_tiles_give_way = true;
-    d.shared_sector_gather = true;
   }
   return d;
 }
@@ -1542,6 +1550,9 @@ std::optional<Choice> split_takes_scattered_gather(Plan const& plan, Choice cons
 //   over the 17 lean can run, lean 1.60 x tile (1.35-2.16 x, none slower) and gather 1.53 x;
 //   lean 1.22-1.82 x gather over the 7 whose reads are scattered, gather 1.23-1.45 x lean over
 //   the 9 at reach 180 or less (and 0.96 x at 289); ATen's copy 1.41 x tile, split 0.88 x.
+// On an H100 (docs/PERFORMANCE.md, "Six more H200 rules on the H100"; 25 fresh float32 shapes it
+// moves, 17 to gather, 8 to lean, 16-157 us): 1.94 x (1.03-2.98 x), 0.367 -> 0.711 of clone (eager
+// 0.490); behind eager by more than 5% on 1, where the tile kernel was on 18.
 std::optional<Choice> element_tiles_give_way(Plan const& plan, Choice const& pick, Device const& device) {
   if (!device.element_tiles_give_way || pick.kernel != Kernel::Tile || plan.element_size != 4 || pick.width != 4)
     return std::nullopt;
@@ -1602,6 +1613,11 @@ double gather_sectors_per_lane(Plan const& plan) {
 //   float16, bfloat16 and float32, contiguous, offset, stepped or broadcast): 1.40 x and 1.41 x
 //   (0.92-2.64 x, 0.88-3.56 x), 0.490 -> 0.685 and 0.574 -> 0.808 of clone (eager 0.492, 0.574),
 //   2 and 1 more than 5% slower; 1.26 x over the 13 under 4 MiB, none slower.
+// On an H100 (docs/PERFORMANCE.md, "Six more H200 rules on the H100"): over the H100's saved
+// timings (tuning runs, the autotuner's in its sweeps) the rule moves 175 shapes, 1.34 x, 5 more
+// than 5% slower (down to 0.37 x: uint8 (13, 494784) transposed, which timed again ran 1.09 x,
+// gather the fastest kernel there and on 14 like it); on 25 fresh shapes it moves (9-115 us) 1.40 x
+// (1.00-2.34 x), 0.485 -> 0.679 of clone (eager 0.485).
 constexpr double kGatherSectorsPerLane = 0.9;
 
 std::optional<Choice> gather_takes_shared_sectors(Plan const& plan, Choice const& c, Device const& device) {
@@ -1718,6 +1734,8 @@ std::optional<Choice> aten_takes_short_split_rows(Plan const& plan, Choice const
 //   behind eager by more than 5% on 2, where the plain order was on 1. Near misses it leaves
 //   (seed 272: runs under 256 bytes, the next run 256 KiB or more on) ran 1.04-1.05 x in the
 //   together order, 0.93-1.94 x.
+// On an H100 (docs/PERFORMANCE.md, "Six more H200 rules on the H100"; 25 fresh row copies it moves,
+// 9-164 us): 1.04 x (0.94-1.18 x), 0.942 -> 0.978 of clone (eager 0.712), one more than 5% slower.
 constexpr int64_t kTogetherRunBytes = 256, kTogetherReach = int64_t(1) << 20;
 
 bool has_together_order(Choice const& c) {
@@ -1758,7 +1776,9 @@ bool skips_box(Plan const& plan, Kernel k, Device const& device) {
 // 0.470), and behind eager by more than 5% on 14 where padded was on 29. Where lean's tiles are
 // fuller the table ranks both and padded stands (59 shapes of seeds 212-213: lean 0.99 x and
 // 1.01 x padded for 4- and 8-byte elements, 19 more than 5% slower in lean); 16-byte elements ran
-// slower in lean (0.70-0.80 x).
+// slower in lean (0.70-0.80 x). On an H100 (docs/PERFORMANCE.md, "Six more H200 rules on the
+// H100"; 25 fresh float32 and float64 shapes it moves, 13-149 us): 1.17 x (1.01-1.47 x), 0.577 ->
+// 0.677 of clone (eager 0.359), behind eager by more than 5% on 2 where padded was on 5.
 std::optional<Choice> lean_takes_padded(Plan const& plan, Choice const& pick, Device const& device) {
   if (!device.padded_lean || pick.kernel != Kernel::Padded || (plan.element_size != 4 && plan.element_size != 8) ||
       broadcast_input(plan))
@@ -1857,6 +1877,10 @@ std::optional<Choice> padded_gives_way(Plan const& plan, Choice const& pick, Dev
 //   without gaps stay with ATen's copy; with gaps, moved by the rule (seed 231, 60 shapes, 17-555
 //   us): 1.44 x (0.68-3.21 x), 0.209 -> 0.301 of clone, 6 more than 5% slower.
 // 8- and 16-byte elements were not measured (4 shapes of seed 227, 0.94-2.34 x).
+// On an H100 (docs/PERFORMANCE.md, "Six more H200 rules on the H100"; 25 fresh uint8 and bfloat16
+// shapes it moves, 13-174 us): 1.98 x (0.81-3.61 x), 0.136 -> 0.269 of clone (eager 0.136); two
+// uint8 shapes with little to gain ran slower, behind eager: (1461715, 2, 11) reversed 0.27 ->
+// 0.22, (133388, 15, 3, 5) offset 0.25 -> 0.23.
 bool interleave_takes_element_aten(Class const& cls, Choice const& pick, Device const& device) {
   bool const measured = cls.element_size == 2 || (cls.element_size == 1 && cls.gaps);
   return device.element_aten_interleave && pick.kernel == Kernel::Aten && !cls.copy && measured &&
@@ -1963,9 +1987,12 @@ std::optional<Choice> broadcast_gather(Plan const& plan, Choice const& pick, Dev
 // walks the output in 16-byte vectors and loads each element on its own, from a matrix that a
 // few sectors hold, so its lanes share them. On the sm_90 GPUs (device_rules), transposes of at
 // least 2^20 elements of up to 8 bytes, over 1024 matrices or more, run gather where the
-// matrices hold kDenseBatchBytes or less, or kDenseBatchAtenBytes or less where the pick is
-// ATen's copy or padded. Measured (docs/PERFORMANCE.md, "Batches of small matrices in gather"; every
-// kernel forced by name, bit-checked, beside clone, L2 flushed):
+// matrices hold kDenseBatchBytes or less, or kDenseBatchAtenBytes or less where the table's pick
+// is ATen's copy or padded -- the table's, before the GPU's rules move it: lean_takes_padded
+// gives padded's picks in lean tiles under half full to lean, which ran (66000, 33, 17) float32
+// at 0.50 of clone on the H100 where gather ran 1.00 (big-batches.json.gz). Measured
+// (docs/PERFORMANCE.md, "Batches of small matrices in gather"; every kernel forced by name,
+// bit-checked, beside clone, L2 flushed):
 // - design: 22 batches of 66,000-1,048,576 matrices (bench/results/NVIDIA_H100_80GB_HBM3-big-
 //   batches.json.gz), where gather led on 14; and the saved tuning runs' such shapes (H100: 83
 //   the rule moves, 52 of them 1.05 x or more as fast in gather, 2 more than 5% slower
@@ -1976,10 +2003,11 @@ std::optional<Choice> broadcast_gather(Plan const& plan, Choice const& pick, Dev
 //   (eager's kernel 0.717, the best kernel 0.900), none more than 5% slower.
 constexpr int64_t kDenseBatchBytes = 1024, kDenseBatchAtenBytes = 4096, kDenseBatchMatrices = 1024;
 constexpr char const* kDenseBatchReason =
-    "1024 or more matrices, each whole and in order on both sides, of up to 1 KiB (4 KiB where the pick is ATen's "
+    "1024 or more matrices, each whole and in order on both sides, of up to 1 KiB (4 KiB where the table picks ATen's "
     "copy or padded), which gather walks in output vectors from few sectors: run gather";
 
-std::optional<Choice> gather_takes_dense_batches(Plan const& plan, Choice const& c, Device const& device) {
+std::optional<Choice> gather_takes_dense_batches(Plan const& plan, Choice const& c, Kernel table,
+                                                 Device const& device) {
   if (!device.dense_batch_gather || plan.copy_route() || plan.rank != 3 || small_work(plan) ||
       plan.element_size > 8 || c.kernel == Kernel::Gather)  // the plan's elements, widened ones too
     return std::nullopt;
@@ -1990,7 +2018,7 @@ std::optional<Choice> gather_takes_dense_batches(Plan const& plan, Choice const&
   bool const dense = cols.in == 1 && rows.in == cols.size && rows.out == 1 && cols.out == rows.size &&
                      batch.in == matrix && batch.out == matrix;
   int64_t const bytes = matrix * plan.element_size;
-  bool const aten_or_padded = c.kernel == Kernel::Aten || c.kernel == Kernel::Padded;
+  bool const aten_or_padded = table == Kernel::Aten || table == Kernel::Padded;
   if (!dense || batch.size < kDenseBatchMatrices || bytes > (aten_or_padded ? kDenseBatchAtenBytes : kDenseBatchBytes))
     return std::nullopt;
   auto gather = force(plan, Kernel::Gather, device, nullptr);
@@ -2207,7 +2235,8 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
     }
     return *c;
   }
-  Choice const c = moved_pick(plan, table_choice(plan, device, explain), device, explain);
+  Choice const table = table_choice(plan, device, explain);
+  Choice const c = moved_pick(plan, table, device, explain);
   // `other` in place of that pick, under its class key, `why` following its reason.
   auto const instead = [&](Choice other, char const* why) {
     if (explain) other.key = c.key, other.reason = c.reason + "; " + why;
@@ -2215,7 +2244,7 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
   };
   if (auto fill = fill_takes_broadcast_rows(plan)) return instead(*fill, kFillReason);
   if (auto fill = fill_takes_short_broadcast_rows(plan, c)) return instead(*fill, kShortFillReason);
-  if (auto gather = gather_takes_dense_batches(plan, c, device)) return instead(*gather, kDenseBatchReason);
+  if (auto gather = gather_takes_dense_batches(plan, c, table.kernel, device)) return instead(*gather, kDenseBatchReason);
   if (auto words = words_takes_elements(plan, c, device)) return instead(*words, kWordsReason);
   if (auto aten = wide_broadcast_rows_run_aten(plan, c, device))
     return instead(*aten, "16-byte elements whose output rows each repeat one input element, which ATen's copy "

@@ -399,11 +399,11 @@ def test_split_runs_only_where_its_square_tiles_are_more_than_a_quarter_full():
 # A broadcast input whose distinct bytes fit in 64 KiB, of a dtype of up to 4 bytes, runs gather
 # where the table picks ATen's copy (choose.cpp, broadcast_gather): every load hits the cache
 # and gather's 16-byte stores set the pace. Sizes are just beyond small work (2^20).
-BROADCAST_GATHER_CASES = [  # (kept shape, expanded shape, dims, dtype, runs gather; "fill" where that rule comes first)
+BROADCAST_GATHER_CASES = [  # (kept shape, expanded shape, dims, dtype, runs gather; "fill" or "sectors" where that rule comes first)
     ((1, 34), (40000, 34), (1, 0), torch.uint8, "fill"),                  # 34 bytes, in output rows that repeat one
     ((1, 188, 5), (1200, 188, 5), (2, 0, 1), torch.float32, True),         # 3760 bytes
     ((53, 476, 1), (53, 476, 48), (1, 2, 0), torch.uint8, True),           # 25228 bytes
-    ((7, 1, 3), (7, 60000, 3), (1, 2, 0), torch.float16, True),            # 42 bytes
+    ((7, 1, 3), (7, 60000, 3), (1, 2, 0), torch.float16, "sectors"),       # 42 bytes, lanes sharing sectors
     ((1, 99318), (27, 99318), (1, 0), torch.float16, False),               # 198636 bytes
     ((3783, 19, 1), (3783, 19, 20), (2, 1, 0), torch.uint8, False),        # 71877 bytes
     ((2, 2, 1), (2, 2, 300000), (0, 2, 1), torch.float32, "fill"),         # output rows that repeat one
@@ -425,12 +425,15 @@ def test_gather_runs_broadcast_inputs_whose_bytes_fit_the_cache(case):
     if runs == "fill":  # output rows of 48 bytes or more that repeat one element (fill_takes_broadcast_rows)
         assert info["kernel"] == "fill", info
         return
+    if runs == "sectors":  # gather's lanes share sectors (gather_takes_shared_sectors)
+        assert info["kernel"] == "gather" and "share sectors in the input" in info["reason"], info
+        return
     assert (info["kernel"] == "gather") == runs, info
     assert ("a broadcast input of" in info["reason"]) == runs, info["reason"]
 
 
 @needs_cuda
-@pytest.mark.parametrize("case", [c for c in BROADCAST_GATHER_CASES if c[4] is True], ids=broadcast_id)
+@pytest.mark.parametrize("case", [c for c in BROADCAST_GATHER_CASES if c[4] in (True, "sectors")], ids=broadcast_id)
 def test_broadcast_inputs_that_run_gather_write_every_element(case):
     kept, shape, dims, dtype, _ = case
     x = random_tensor(kept, dtype, "cuda").expand(shape)
@@ -445,7 +448,7 @@ def test_broadcast_inputs_that_run_gather_write_every_element(case):
 DENSE_BATCH_CASES = [  # (shape, dims, dtype, sliced x[1:] of one matrix more, the GPUs whose pick is gather)
     ((131072, 16, 16), (0, 2, 1), torch.float32, False, "both"),     # 1 KiB matrices
     ((1 << 20, 8, 8), (0, 2, 1), torch.float16, False, "both"),      # 128 bytes
-    ((66000, 33, 17), (0, 2, 1), torch.float32, False, "H100"),      # 2244 bytes: padded's on the H100, lean's on the H200
+    ((66000, 33, 17), (0, 2, 1), torch.float32, False, "both"),      # 2244 bytes: the table picks padded (lean, which takes padded's emptier tiles, ran them at half gather's speed)
     ((4, 20000, 16, 24), (0, 1, 3, 2), torch.float32, False, "both"),  # a batch of two dims, merged
     ((45768, 31, 7), (0, 2, 1), torch.float16, True, "both"),        # the input starts one matrix in (the table's gather)
     ((70000, 16, 64), (0, 2, 1), torch.bfloat16, False, ""),         # 2 KiB in 16-byte vectors: lean's
@@ -567,6 +570,18 @@ def check_h200_moves(x, dims, on_h200, why, on_h100="aten", then=None):
     return h200
 
 
+def check_sm90_moves(x, dims, to, why, keep=None):
+    """x.permute(dims) runs `to` on both sm_90 GPUs (an H100, an H200), for a reason that says
+    `why`; where `to` is None, neither says it and both run the same kernel (`keep`, where given).
+    The H200's choice."""
+    h100, h200 = h100_and_h200(x, dims)
+    assert h100["kernel"] == h200["kernel"], (h100, h200)
+    for info in (h100, h200):
+        assert info["kernel"] == (to or keep or info["kernel"]), info
+        assert (why in info["reason"]) == (to is not None), info
+    return h200
+
+
 # The rules that differ by GPU model (choose.cpp, device_rules): on an H200 the tile and lean
 # kernels walk m-tiles first where there are at least as many m-tiles as n-tiles and the output's
 # runs are whole sectors, and row copies in 16-byte vectors take blocks of 128 threads. The
@@ -613,10 +628,11 @@ def test_explain_on_an_h200_runs_large_tiles_work_in_wide_or_lean_tiles(shape, d
     assert ("lean's: run lean" in on["NVIDIA H200"]["reason"]) == (on["NVIDIA H200"]["kernel"] != on[None]["kernel"])
 
 
-# ... and row copies in vectors under 16 bytes run the gather kernel on an H200 where the rows
+# Row copies in vectors under 16 bytes run the gather kernel on both sm_90 GPUs where the rows
 # kernel's divisions per byte pass gather's cost: vectors of one 4-byte element over 3 dims or
-# more, of one 8-byte element over 5, narrow vectors of 2-byte and wider elements over 6.
-@pytest.mark.parametrize("shape, dims, dtype, on_h200", [
+# more, of one 8-byte element over 5, narrow vectors of 2-byte and wider elements over 6 (a rule
+# found on the H200 and held out on the H100).
+@pytest.mark.parametrize("shape, dims, dtype, pick", [
     ((64, 224, 224, 3), (0, 2, 1, 3), torch.float32, "gather"),  # 4-byte vectors, 4 dims
     ((4096, 33, 97), (1, 0, 2), torch.float32, "gather"),  # 3 dims
     ((33, 252, 318, 10), (2, 1, 0, 3), torch.float32, "rows"),  # 8-byte vectors of two elements
@@ -626,16 +642,13 @@ def test_explain_on_an_h200_runs_large_tiles_work_in_wide_or_lean_tiles(shape, d
     ((19, 27, 16, 26, 31, 36), (0, 2, 4, 1, 3, 5), torch.float64, "rows"),  # 16-byte vectors
     ((21, 8, 24, 12, 41, 12), (4, 1, 3, 2, 0, 5), torch.uint8, "rows"),  # 1-byte elements: never
 ])
-def test_explain_on_an_h200_runs_narrow_rows_over_many_dims_in_gather(shape, dims, dtype, on_h200):
+def test_explain_runs_narrow_rows_over_many_dims_in_gather(shape, dims, dtype, pick):
     x = torch.empty(shape, dtype=dtype, device="meta")
-    h100, h200 = h100_and_h200(x, dims)
-    assert h100["kernel"] == "rows", h100
-    assert h200["kernel"] == on_h200, h200
-    assert (on_h200 == "gather") == ("runs them in gather" in h200["reason"])
+    check_sm90_moves(x, dims, pick if pick == "gather" else None, "runs them in gather", keep="rows")
 
 
-# ... and transposes of 8-byte elements whose input rows lie off the 16-byte grid, into output
-# rows of whole vectors, run the lean kernel on an H200 (one-element loads, 16-byte stores).
+# On an H200, transposes of 8-byte elements whose input rows lie off the 16-byte grid, into output
+# rows of whole vectors, run the lean kernel (one-element loads, 16-byte stores).
 # 4-byte elements, aligned rows and output rows off the grid keep the H100's pick.
 @pytest.mark.parametrize("shape, dims, dtype, offset, on_h200", [
     ((1000, 3001), (1, 0), torch.float64, 0, "lean"),  # odd rows
@@ -712,10 +725,10 @@ def test_explain_on_an_h200_runs_dense_8_and_16_byte_unpacks_in_split(shape, dim
     assert f"{x.element_size()}-byte vectors" in h200["config"]
 
 
-# ... and row copies (the innermost dim stays innermost) that the table gives ATen's copy run
-# the gather kernel on an H200 where the output's rows hold 16 bytes or more. Shorter rows,
-# broadcast inputs and transposes keep the H100's pick.
-@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
+# Both sm_90 GPUs run row copies (the innermost dim stays innermost) that the table gives ATen's
+# copy in the gather kernel where the output's rows hold 16 bytes or more (a rule found on the
+# H200 and held out on the H100). Shorter rows, broadcast inputs and transposes keep ATen's copy.
+@pytest.mark.parametrize("shape, dims, dtype, view, moved_to", [
     ((498, 4, 1993), (1, 0, 2), torch.float32, None, "gather"),
     ((148, 5, 8985), (1, 0, 2), torch.bfloat16, None, "gather"),
     ((42, 327, 321, 3), (1, 0, 2, 3), torch.uint8, None, "gather"),  # rows of 963 bytes (merged)
@@ -725,8 +738,8 @@ def test_explain_on_an_h200_runs_dense_8_and_16_byte_unpacks_in_split(shape, dim
     ((148, 5, 8985), (1, 0, 2), torch.bfloat16, "expand", None),  # broadcast
     ((100, 156, 2, 4, 104, 12), (1, 5, 0, 4, 2, 3), torch.float32, "offset", None),  # a transpose
 ])
-def test_explain_on_an_h200_runs_row_copies_of_aten_in_gather(shape, dims, dtype, view, on_h200):
-    check_h200_moves(meta_view(shape, dtype, view), dims, on_h200, "that the table gives ATen's copy")
+def test_explain_runs_row_copies_of_aten_in_gather(shape, dims, dtype, view, moved_to):
+    check_sm90_moves(meta_view(shape, dtype, view), dims, moved_to, "that the table gives ATen's copy")
 
 
 # Both GPUs run transposes of 8-byte elements that the table gives ATen's copy in the split kernel
@@ -754,8 +767,8 @@ def test_explain_runs_scattered_8_byte_transposes_of_aten_in_split(shape, dims, 
     assert moved or h200["kernel"] == h100["kernel"], (h100, h200)  # the others keep the H100's pick
 
 
-# ... and never run the box kernel on 2-byte elements (bfloat16, float16, pairs of uint8): the
-# chooser passes over it to the next kernel of the class's ranking. Other element sizes keep it.
+# On an H200 transposes never run the box kernel on 2-byte elements (bfloat16, float16, pairs of
+# uint8): the chooser passes over it to the next kernel of the class's ranking. Other element sizes keep it.
 @pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
     ((16, 2, 407, 456), (3, 2, 1, 0), torch.bfloat16, None, "gather"),
     ((41245, 2, 16, 16), (1, 3, 0, 2), torch.bfloat16, None, "gather"),
@@ -768,11 +781,11 @@ def test_explain_on_an_h200_passes_over_box_for_2_byte_elements(shape, dims, dty
     assert h200["kernel"] == (on_h200 or "box"), h200
 
 
-# ... and run the lean kernel, rather than the padded one the table picks, for 4- and 8-byte
-# elements where lean's tiles would be under half full (where they are fuller, the table ranked
-# both). Lean must fit (at most 3 batch dims); 16-byte elements keep padded (so would broadcast
+# Both sm_90 GPUs run the lean kernel, rather than the padded one the table picks, for 4- and
+# 8-byte elements where lean's tiles would be under half full (where they are fuller, the table
+# ranked both; a rule found on the H200 and held out on the H100). Lean must fit (at most 3 batch dims); 16-byte elements keep padded (so would broadcast
 # inputs, but the table gives padded none with lean's tiles under half full).
-@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
+@pytest.mark.parametrize("shape, dims, dtype, view, moved_to", [
     ((846, 716, 11), (2, 1, 0), torch.int32, None, "lean"),
     ((41, 5, 1457, 2, 17), (4, 3, 2, 1, 0), torch.complex64, "step", "lean"),
     ((942, 2, 41, 2, 11), (3, 2, 1, 4, 0), torch.float32, "offset", "lean"),
@@ -782,21 +795,21 @@ def test_explain_on_an_h200_passes_over_box_for_2_byte_elements(shape, dims, dty
     ((14, 17, 9, 9, 40, 33), (3, 0, 2, 1, 5, 4), torch.float32, "offset", None),  # 4 batch dims
     ((2, 67795, 11, 5), (3, 0, 2, 1), torch.complex128, "step", None),  # 16-byte elements
 ])
-def test_explain_on_an_h200_runs_padded_picks_with_emptier_lean_tiles_in_lean(shape, dims, dtype, view, on_h200):
-    h200 = check_h200_moves(meta_view(shape, dtype, view), dims, on_h200, "lean tiles under half full", on_h100="padded")
-    assert h200["kernel"] == (on_h200 or "padded"), h200
+def test_explain_runs_padded_picks_with_emptier_lean_tiles_in_lean(shape, dims, dtype, view, moved_to):
+    check_sm90_moves(meta_view(shape, dtype, view), dims, moved_to, "lean tiles under half full", keep="padded")
 
 
 # ... and run the interleave kernel, rather than ATen's copy, for 2-byte elements that it runs one
 # element per access (skipping gaps between pixels or not) into output rows of 2048 bytes or
-# more, and for 1-byte ones where it skips gaps -- also where ATen's copy is next after the box
-# kernel the H200 passes over. Shorter output rows, 1-byte elements without gaps and broadcast
-# inputs (interleave refuses to skip their gaps) keep ATen's copy.
-@pytest.mark.parametrize("shape, dims, dtype, view, on_h200, on_h100", [
+# more, and for 1-byte ones where it skips gaps -- on an H200 also where ATen's copy is next
+# after the box kernel it passes over (the H100 runs box there). Shorter output rows, 1-byte
+# elements without gaps and broadcast inputs (interleave refuses to skip their gaps) keep ATen's
+# copy.
+@pytest.mark.parametrize("shape, dims, dtype, view, moved_to, on_h100", [
     ((3, 2, 36, 4758, 6, 4), (0, 2, 1, 5, 4, 3), torch.float16, None, "interleave", "aten"),  # gaps
     ((8, 4, 818, 23, 2), (0, 4, 3, 1, 2), torch.bfloat16, None, "interleave", "aten"),
     ((28, 2456, 5, 13, 2, 2), (4, 3, 2, 0, 1, 5), torch.uint8, "offset", "interleave", "aten"),  # uint8 pairs
-    ((2, 9, 5692, 26, 8), (1, 3, 0, 4, 2), torch.bfloat16, None, "interleave", "box"),
+    ((2, 9, 5692, 26, 8), (1, 3, 0, 4, 2), torch.bfloat16, None, "interleave", "box"),  # box on the H100
     ((3, 836539, 2, 2), (3, 0, 1, 2), torch.bfloat16, None, "interleave", "aten"),  # no gaps
     ((123, 1524, 7, 2), (2, 0, 3, 1), torch.bfloat16, None, "interleave", "aten"),
     ((30758, 111, 2, 3), (3, 1, 2, 0), torch.uint8, None, "interleave", "aten"),  # 1-byte elements
@@ -805,10 +818,13 @@ def test_explain_on_an_h200_runs_padded_picks_with_emptier_lean_tiles_in_lean(sh
     ((260623, 4, 13), (2, 0, 1), torch.uint8, None, None, "aten"),  # 1-byte elements without gaps
     ((3, 56333, 3, 3, 2), (4, 3, 2, 0, 1), torch.bfloat16, "expand", None, "aten"),  # broadcast
 ])
-def test_explain_on_an_h200_runs_1_and_2_byte_aten_picks_in_interleave(shape, dims, dtype, view, on_h200, on_h100):
+def test_explain_runs_1_and_2_byte_aten_picks_in_interleave(shape, dims, dtype, view, moved_to, on_h100):
     x = meta_view(shape, dtype, view)
-    h200 = check_h200_moves(x, dims, on_h200, "interleave runs one element per access, on a GPU", on_h100)
-    assert h200["kernel"] == (on_h200 or "aten"), h200
+    why = "interleave runs one element per access, on a GPU"
+    if on_h100 == "box":
+        check_h200_moves(x, dims, moved_to, why, on_h100)
+    else:
+        check_sm90_moves(x, dims, moved_to, why, keep="aten")
 
 
 # ... and run the gather kernel, rather than interleave, for 1-byte planes that interleave would
@@ -929,9 +945,9 @@ def test_explain_on_an_h200_runs_short_split_rows_in_gather(shape, dims, dtype, 
 
 
 # Row copies whose runs lie side by side in the input and 1 MiB or more apart in the output run
-# rows or gather with their blocks in the neighbours-together order on an H200 (choose.cpp,
-# reads_runs_together): runs under 256 bytes, the next run within two runs' length, accesses of
-# 8 bytes or more. The H100 keeps the plain order.
+# rows or gather with their blocks in the neighbours-together order on both sm_90 GPUs
+# (choose.cpp, reads_runs_together; found on the H200, held out on the H100): runs under 256
+# bytes, the next run within two runs' length, accesses of 8 bytes or more.
 @pytest.mark.parametrize("shape, dims, dtype, view, together", [
     ((15, 15, 32, 15, 32, 16), (4, 1, 0, 3, 2, 5), torch.float32, None, True),  # TTC: 64-byte runs, 6.9 MB apart
     ((5728355, 3, 4), (1, 0, 2), torch.float64, None, True),  # 32-byte runs
@@ -942,16 +958,16 @@ def test_explain_on_an_h200_runs_short_split_rows_in_gather(shape, dims, dtype, 
     ((5728355, 3, 4), (1, 0, 2), torch.float64, "step", False),  # no run: every other element
     ((15, 15, 32, 15, 32, 16), (4, 1, 0, 3, 2, 5), torch.float32, "expand", False),  # broadcast
 ])
-def test_explain_on_an_h200_reads_far_runs_together(shape, dims, dtype, view, together):
+def test_explain_reads_far_runs_together(shape, dims, dtype, view, together):
     x = meta_view(shape, dtype, view)
     h100, h200 = h100_and_h200(x, dims)
     said = "neighbouring runs read together"
-    assert (said in h200["config"]) == together and ("neighbours-together" in h200["reason"]) == together, h200
-    assert said not in h100["config"] and h100["kernel"] == h200["kernel"], (h100, h200)
-    # the name that runs the same through _permute_with and in autotune_cache()
-    assert h200["name"] == h200["kernel"] + ("/together" if together else "") and h100["name"] == h100["kernel"]
-    if together:
-        assert h200["kernel"] in ("rows", "gather"), h200
+    assert h100["kernel"] == h200["kernel"], (h100, h200)
+    for info in (h100, h200):
+        assert (said in info["config"]) == together and ("neighbours-together" in info["reason"]) == together, info
+        # the name that runs the same through _permute_with and in autotune_cache()
+        assert info["name"] == info["kernel"] + ("/together" if together else ""), info
+        assert not together or info["kernel"] in ("rows", "gather"), info
 
 
 @needs_cuda
@@ -1144,12 +1160,13 @@ def test_moved_padded_picks_write_every_element(shape, dims, view, dtypes, kerne
         assert_permute_by_writes_every_element(kernel if by_name else None, x, dims)
 
 
-# On an H200 the tile kernel's 4-byte transposes one element per access (4-byte vectors: output
-# rows of 16-63 elements off the 16-byte grid) run lean where gather's reads would be scattered
-# (the input's rows 2048 or more elements apart in the output), though lean's tiles are under half
-# full there, and gather where they lie nearer (choose.cpp, element_tiles_give_way). Where lean
-# cannot run them (more than three batch dims) they keep tile.
-@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
+# On both sm_90 GPUs the tile kernel's 4-byte transposes one element per access (4-byte vectors:
+# output rows of 16-63 elements off the 16-byte grid) run lean where gather's reads would be
+# scattered (the input's rows 2048 or more elements apart in the output), though lean's tiles are
+# under half full there, and gather where they lie nearer (choose.cpp, element_tiles_give_way;
+# found on the H200, held out on the H100). Where lean cannot run them (more than three batch
+# dims) they keep tile.
+@pytest.mark.parametrize("shape, dims, dtype, view, moved_to", [
     ((17, 1124, 231), (2, 1, 0), torch.int32, None, "lean"),  # input rows 19108 apart in the output
     ((823, 3, 18, 134), (1, 3, 0, 2), torch.float32, None, "lean"),
     ((17, 54, 336, 80), (3, 2, 1, 0), torch.int32, None, "lean"),
@@ -1159,11 +1176,10 @@ def test_moved_padded_picks_write_every_element(shape, dims, view, dtypes, kerne
     ((4617, 17, 3, 118), (2, 0, 3, 1), torch.int32, None, "gather"),
     ((9, 3, 21, 2, 15, 72), (5, 0, 4, 1, 3, 2), torch.int32, None, None),  # four batch dims: no lean
 ])
-def test_explain_on_an_h200_moves_element_tile_picks(shape, dims, dtype, view, on_h200):
+def test_explain_moves_element_tile_picks(shape, dims, dtype, view, moved_to):
     x = meta_view(shape, dtype, view)
-    h200 = check_h200_moves(x, dims, on_h200, "4-byte elements one per access in the tile kernel", on_h100="tile")
-    assert h200["kernel"] == (on_h200 or "tile"), h200
-    assert on_h200 or "4-byte vectors" in h200["config"], h200
+    h200 = check_sm90_moves(x, dims, moved_to, "4-byte elements one per access in the tile kernel", keep="tile")
+    assert moved_to or "4-byte vectors" in h200["config"], h200
 
 
 @needs_cuda
@@ -1176,19 +1192,19 @@ def test_explain_on_an_h200_moves_element_tile_picks(shape, dims, dtype, view, o
 ])
 @pytest.mark.parametrize("by_name", [False, True])
 def test_moved_element_tile_picks_write_every_element(shape, dims, view, kernel, by_name):
-    """4-byte transposes the H200 moves off the tile kernel's one-element accesses
-    (element_tiles_give_way), by the device's own pick and by the name of the kernel an H200 runs
+    """4-byte transposes the sm_90 GPUs move off the tile kernel's one-element accesses
+    (element_tiles_give_way), by the device's own pick and by the name of the kernel they run
     them in."""
     for dtype in (torch.float32, torch.int32):
         x = view_of(view, shape, dtype, "cuda")
         assert_permute_by_writes_every_element(kernel if by_name else None, x, dims)
 
 
-# On an H200 the table's ATen's copy picks of elements up to 4 bytes run gather where the lanes
-# of gather's loads share 32-byte sectors: fewer than 0.9 distinct sectors per lane in its first
-# load, at the output's start and middle (choose.cpp, gather_takes_shared_sectors). Lanes a
-# sector each, and 8-byte elements, keep ATen's copy.
-@pytest.mark.parametrize("shape, dims, dtype, view, on_h200", [
+# On both sm_90 GPUs the table's ATen's copy picks of elements up to 4 bytes run gather where the
+# lanes of gather's loads share 32-byte sectors: fewer than 0.9 distinct sectors per lane in its
+# first load, at the output's start and middle (choose.cpp, gather_takes_shared_sectors; found on
+# the H200, held out on the H100). Lanes a sector each, and 8-byte elements, keep ATen's copy.
+@pytest.mark.parametrize("shape, dims, dtype, view, moved_to", [
     ((2, 300001, 2), (2, 1, 0), torch.float32, None, "gather"),  # 2 x 2 pixels: lanes 4 apart in a row
     ((2, 300001, 2), (2, 1, 0), torch.int32, None, "gather"),
     ((240, 36, 4, 24, 4), (0, 3, 1, 4, 2), torch.bfloat16, "offset", "gather"),
@@ -1197,10 +1213,8 @@ def test_moved_element_tile_picks_write_every_element(shape, dims, view, kernel,
     ((3, 200003, 2), (2, 1, 0), torch.int16, None, None),  # a sector a lane
     ((2, 2, 104, 78, 27, 4), (2, 5, 0, 3, 1, 4), torch.float32, None, None),
 ])
-def test_explain_on_an_h200_moves_aten_picks_whose_gather_lanes_share_sectors(shape, dims, dtype, view, on_h200):
-    x = meta_view(shape, dtype, view)
-    h200 = check_h200_moves(x, dims, on_h200, "share sectors in the input")
-    assert h200["kernel"] == (on_h200 or "aten"), h200
+def test_explain_moves_aten_picks_whose_gather_lanes_share_sectors(shape, dims, dtype, view, moved_to):
+    check_sm90_moves(meta_view(shape, dtype, view), dims, moved_to, "share sectors in the input", keep="aten")
 
 
 @needs_cuda
@@ -1212,7 +1226,7 @@ def test_explain_on_an_h200_moves_aten_picks_whose_gather_lanes_share_sectors(sh
 ])
 @pytest.mark.parametrize("by_name", [False, True])
 def test_moved_aten_picks_whose_gather_lanes_share_sectors_write_every_element(shape, dims, dtype, view, by_name):
-    """Transposes the H200 moves off ATen's copy where gather's lanes share sectors
+    """Transposes the sm_90 GPUs move off ATen's copy where gather's lanes share sectors
     (gather_takes_shared_sectors), by the device's own pick and by the name gather."""
     x = view_of(view, shape, dtype, "cuda")
     assert_permute_by_writes_every_element("gather" if by_name else None, x, dims)
