@@ -727,7 +727,7 @@ def test_explain_on_an_h200_runs_dense_8_and_16_byte_unpacks_in_split(shape, dim
 
 # Both sm_90 GPUs run row copies (the innermost dim stays innermost) that the table gives ATen's
 # copy in the gather kernel where the output's rows hold 16 bytes or more (a rule found on the
-# H200 and held out on the H100). Shorter rows, broadcast inputs and transposes keep ATen's copy.
+# H200 and held out on the H100). Shorter rows, broadcast inputs and transposes keep their pick.
 @pytest.mark.parametrize("shape, dims, dtype, view, moved_to", [
     ((498, 4, 1993), (1, 0, 2), torch.float32, None, "gather"),
     ((148, 5, 8985), (1, 0, 2), torch.bfloat16, None, "gather"),
