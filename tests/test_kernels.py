@@ -573,13 +573,13 @@ def check_h200_moves(x, dims, on_h200, why, on_h100="aten", then=None):
 def check_sm90_moves(x, dims, to, why, keep=None):
     """x.permute(dims) runs `to` on both sm_90 GPUs (an H100, an H200), for a reason that says
     `why`; where `to` is None, neither says it and both run the same kernel (`keep`, where given).
-    The H200's choice."""
+    Both GPUs' choices, the H100's first."""
     h100, h200 = h100_and_h200(x, dims)
     assert h100["kernel"] == h200["kernel"], (h100, h200)
     for info in (h100, h200):
         assert info["kernel"] == (to or keep or info["kernel"]), info
         assert (why in info["reason"]) == (to is not None), info
-    return h200
+    return h100, h200
 
 
 # The rules that differ by GPU model (choose.cpp, device_rules): on an H200 the tile and lean
@@ -759,12 +759,9 @@ def test_explain_runs_row_copies_of_aten_in_gather(shape, dims, dtype, view, mov
     ((5013, 47, 85, 2), (3, 1, 0, 2), torch.complex128, None, False),
 ])
 def test_explain_runs_scattered_8_byte_transposes_of_aten_in_split(shape, dims, dtype, view, moved):
-    h100, h200 = h100_and_h200(meta_view(shape, dtype, view), dims)
-    for info in (h100, h200):
+    x = meta_view(shape, dtype, view)
+    for info in check_sm90_moves(x, dims, "split" if moved else None, "that ATen's copy would load a sector each"):
         assert info["route"] == "transpose", info
-        assert ("that ATen's copy would load a sector each" in info["reason"]) == moved, info
-        assert not moved or info["kernel"] == "split", info
-    assert moved or h200["kernel"] == h100["kernel"], (h100, h200)  # the others keep the H100's pick
 
 
 # On an H200 transposes never run the box kernel on 2-byte elements (bfloat16, float16, pairs of
@@ -862,9 +859,8 @@ def test_explain_on_an_h200_packs_gapped_1_byte_planes_in_gather(shape, dims, dt
     ((6, 4468, 126), (2, 1, 0), torch.float32, None, False),  # 4-byte elements, 12.9 MiB
 ])
 def test_explain_runs_scattered_gather_picks_in_split(shape, dims, dtype, view, moved):
-    for info in h100_and_h200(meta_view(shape, dtype, view), dims):
-        assert info["kernel"] == ("split" if moved else "gather"), info
-        assert ("gather would load a sector for each element" in info["reason"]) == moved, info
+    why = "gather would load a sector for each element"
+    check_sm90_moves(meta_view(shape, dtype, view), dims, "split" if moved else None, why, keep="gather")
 
 
 # On an H200 the gapped-pack rule's gather (uint8 planes, which the H100 keeps in interleave) takes
@@ -1178,7 +1174,7 @@ def test_moved_padded_picks_write_every_element(shape, dims, view, dtypes, kerne
 ])
 def test_explain_moves_element_tile_picks(shape, dims, dtype, view, moved_to):
     x = meta_view(shape, dtype, view)
-    h200 = check_sm90_moves(x, dims, moved_to, "4-byte elements one per access in the tile kernel", keep="tile")
+    _, h200 = check_sm90_moves(x, dims, moved_to, "4-byte elements one per access in the tile kernel", keep="tile")
     assert moved_to or "4-byte vectors" in h200["config"], h200
 
 
