@@ -231,6 +231,19 @@ bool walk_m_first(Problem const& p, TileDims t) {
   return !input_splits_sectors(p) || tiles_n(p, t) >= tiles_m(p, t);
 }
 
+// The tile and lean kernels' loads keep the input's lines in the caches (Problem::keep_inputs)
+// where they load 16-byte vectors (`load_width`) into an output of Device::keep_inputs_from
+// bytes or more. On the H100 (docs/PERFORMANCE.md, "Input lines kept in L2"; the pick with and
+// without, bit-checked, the better of three rounds): float32 squares of 16-80 MiB 0.92-0.96 x as
+// fast, 96 MiB 0.99 x, 112 MiB 1.01 x, 128-256 MiB 1.015-1.020 x (8192^2 0.964 -> 0.978 of
+// clone); bfloat16 32-64 MiB 0.92-0.96 x, 96-128 MiB 1.02 x; the sweeps' tile and lean cells of
+// 128 MiB or more in 16-byte loads 1.018 x over 42 (0.997-1.041 x), the one in 4-byte vectors
+// ((120, 7271, 204) uint8 permuted (2, 1, 0)) 0.81 x.
+bool keeps_inputs(Problem const& p, int load_width, Device const& device) {
+  int64_t const bytes = p.rows * p.cols * p.batch.count * p.element_size;
+  return load_width == 16 && device.keep_inputs_from > 0 && bytes >= device.keep_inputs_from;
+}
+
 // On a GPU whose rule it is (Device::long_side_first), the tile and lean kernels walk m-tiles
 // first also where the output's runs are whole sectors, wherever there are at least as many
 // m-tiles as n-tiles (device_rules, after this namespace, has the measurements).
@@ -1059,6 +1072,8 @@ Device device_rules(int arch, bool tma, std::string const& name) {
   d.scattered_aten_split = d.scattered_gather_split = d.dense_batch_gather = arch == 90;  // measured on the H100 and the H200
   d.rows_gather = d.shared_sector_gather = d.padded_lean = d.element_tiles_give_way = d.element_aten_interleave =
       d.runs_together = arch == 90;  // found on the H200, held out on the H100
+  if (arch == 90 && name.find("H200") == std::string::npos)
+    d.keep_inputs_from = int64_t(128) << 20;  // measured on the H100 alone (keeps_inputs)
   if (name.find("H200") != std::string::npos) {
     d.long_side_first = true;
     d.rows_threads = 128;
@@ -1154,6 +1169,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
                std::nullopt;
       TileDims const t = tile_dims(p.element_size, c.width, c.shape);
       c.problem->m_first = walk_m_first(p, t) || long_side_first(p, t, device);
+      c.problem->keep_inputs = keeps_inputs(p, c.width, device);
       if (tile_too_empty(p, c.width, c.shape))
         return *why = std::string("its ") + tile_shape_name(c.shape) + " tiles would be a quarter full or less", std::nullopt;
       return c;
@@ -1224,6 +1240,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       c.width = lean_width(p, true);
       c.out_width = lean_width(p, false);
       c.problem->m_first = long_side_first(p, lean_tile(p.element_size, c.shape), device);
+      c.problem->keep_inputs = keeps_inputs(p, c.width, device);
       return c;
     case Kernel::Words: {
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;

@@ -95,6 +95,8 @@ std::optional<TileShape> tile_shape_from_name(std::string const& name) {
 
 // How config() says that rows or gather run in the neighbours-together order.
 constexpr char kTogetherWords[] = ", neighbouring runs read together";
+// How config() says that the tile and lean kernels' loads keep the input's lines in the caches.
+constexpr char kKeepWords[] = ", input lines kept in L2";
 
 std::string Choice::config() const {
   std::ostringstream o;
@@ -102,7 +104,8 @@ std::string Choice::config() const {
     case Kernel::Tile: {
       TileDims const t = tile_dims(problem->element_size, width, shape);
       o << t.bm << "x" << t.bn << " " << tile_shape_name(shape) << " tile, " << t.threads << " threads, "
-        << width << "-byte vectors" << (problem->m_first ? ", m-tiles first" : "");
+        << width << "-byte vectors" << (problem->keep_inputs ? kKeepWords : "")
+        << (problem->m_first ? ", m-tiles first" : "");
       break;
     }
     case Kernel::Rows:
@@ -146,7 +149,7 @@ std::string Choice::config() const {
       TileDims const t = lean_tile(problem->element_size, shape);
       o << t.bm << "x" << t.bn << (shape == TileShape::Square ? "" : std::string(" ") + tile_shape_name(shape))
         << " tile, " << t.threads << " threads, one tile per block, " << width << "-byte loads, " << out_width
-        << "-byte stores" << (problem->m_first ? ", m-tiles first" : "");
+        << "-byte stores" << (problem->keep_inputs ? kKeepWords : "") << (problem->m_first ? ", m-tiles first" : "");
       break;
     }
     case Kernel::Words: {

@@ -109,6 +109,10 @@ struct Problem {
   // same output rows) instead of n-tiles fastest (consecutive blocks read consecutive runs of
   // the same input rows).
   bool m_first = false;
+  // The tile and lean kernels' loads ask the caches to keep the input's lines (evict_last,
+  // load_evict_last in cuda/tiling.cuh), so that the L2 writes the output's dirty lines back
+  // first: set for work much larger than the L2 (keeps_inputs, choose.cpp).
+  bool keep_inputs = false;
 };
 
 // For the kernels that walk a (batch..., M, N) output in order (rows, gather): the dim, M or a

@@ -36,9 +36,10 @@
 namespace cute_transpose {
 namespace {
 
-template <class T_, int VI_, int VO_, TileShape Shape>
+template <class T_, int VI_, int VO_, TileShape Shape, bool kKeep_ = false>
 struct LeanTile {
   using T = T_;
+  static constexpr bool kKeep = kKeep_;  // loads through load_evict_last (Problem::keep_inputs)
   static constexpr int VI = VI_, VO = VO_;  // elements per vector: input side, output side
   static constexpr TileDims kDims = lean_tile(sizeof(T), Shape);
   static constexpr int BM = kDims.bm, BN = kDims.bn, kThreads = kDims.threads;
@@ -78,7 +79,9 @@ __global__ void __launch_bounds__(Cfg::kThreads) lean_transpose(SmallGrid const 
   auto const m = [](int i) { return int(threadIdx.x) / Cfg::CN + i * Cfg::R1; };
   auto const inside = [&](int i) { return m(i) < rows && n < cols; };
   auto const load = [&](int i) {
-    return *reinterpret_cast<typename Cfg::VecIn const*>(src + m(i) * a.row_stride + n * a.col_stride);
+    auto const* from = reinterpret_cast<typename Cfg::VecIn const*>(src + m(i) * a.row_stride + n * a.col_stride);
+    if constexpr (Cfg::kKeep) return load_evict_last(from);
+    else return *from;
   };
   auto const store = [&](int i, typename Cfg::VecIn const& v) {
     T e[VI];
@@ -108,11 +111,16 @@ __global__ void __launch_bounds__(Cfg::kThreads) lean_transpose(SmallGrid const 
 
 template <class T, int VI, int VO, TileShape Shape>
 cudaError_t launch_lean_config(SmallGrid const& a, int batch, cudaStream_t stream) {
-  using Cfg = LeanTile<T, VI, VO, Shape>;
-  return a.launch_slabs(batch, [&](SmallGrid const& slab, int matrices) {
-    lean_transpose<Cfg><<<slab.grid(Cfg::BM, Cfg::BN, matrices), Cfg::kThreads, 0, stream>>>(slab);
-    return cudaGetLastError();
-  });
+  auto const launch = [&](auto cfg) {
+    using Cfg = decltype(cfg);
+    return a.launch_slabs(batch, [&](SmallGrid const& slab, int matrices) {
+      lean_transpose<Cfg><<<slab.grid(Cfg::BM, Cfg::BN, matrices), Cfg::kThreads, 0, stream>>>(slab);
+      return cudaGetLastError();
+    });
+  };
+  if constexpr (VI * sizeof(T) == 16)  // the chooser keeps the input lines of 16-byte loads only
+    if (a.keep_inputs) return launch(LeanTile<T, VI, VO, Shape, true>{});
+  return launch(LeanTile<T, VI, VO, Shape>{});
 }
 
 // The four vector combinations in one tile shape.

@@ -18,12 +18,13 @@ struct SmallGrid {
   int batch_rank;
   int size[3], in[3], out[3];  // batch dims, outermost first
   bool m_first;                // blockIdx.x walks the m-tiles, y the n-tiles
+  bool keep_inputs;            // Problem::keep_inputs: which kernel the launcher runs
   int z0 = 0;                  // this launch's first matrix
 
   explicit SmallGrid(Problem const& p)
       : src(p.src), dst(p.dst), rows(int(p.rows)), cols(int(p.cols)), row_stride(int(p.row_stride)),
         col_stride(int(p.col_stride)), out_col_stride(int(p.out_col_stride)), batch_rank(p.batch.rank), size{},
-        in{}, out{}, m_first(p.m_first) {
+        in{}, out{}, m_first(p.m_first), keep_inputs(p.keep_inputs) {
     for (int d = 0; d < p.batch.rank; ++d) {
       size[d] = int(p.batch.size[d]);
       in[d] = int(p.batch.in_stride[d]);

@@ -82,12 +82,11 @@ template <class T, int W, TileShape S>
 using TileConfig = VecTile<T, W, tile_dims(sizeof(T), W, S).bm, tile_dims(sizeof(T), W, S).bn,
                            tile_dims(sizeof(T), W, S).threads>;
 
-// One tile per block, or a persistent grid with prefetch below kPersistentBelowWaves waves
-// (tile_config.h). The tile lives in dynamic shared memory, since Large tiles of 1-byte elements
-// take 64 KiB, over the 48 KiB that static shared memory allows.
-template <class T, int W, TileShape S>
-cudaError_t launch_tile_config(Problem const& p, cudaStream_t stream) {
-  using Cfg = TileConfig<T, W, S>;
+// The kernel of one configuration: one tile per block, or a persistent grid with prefetch below
+// kPersistentBelowWaves waves (tile_config.h). The tile lives in dynamic shared memory, since
+// Large tiles of 1-byte elements take 64 KiB, over the 48 KiB that static shared memory allows.
+template <class Cfg>
+cudaError_t launch_tile_kernel(Problem const& p, cudaStream_t stream) {
   constexpr int kSmemBytes = Cfg::BM * Cfg::CN * int(sizeof(typename Cfg::Vec));
   auto const persistent = tile_transpose<Cfg, true>;
   auto const one_tile = [] {
@@ -109,6 +108,14 @@ cudaError_t launch_tile_config(Problem const& p, cudaStream_t stream) {
     persistent<<<resident, Cfg::kThreads, kSmemBytes, stream>>>(p);
   }
   return cudaGetLastError();
+}
+
+template <class T, int W, TileShape S>
+cudaError_t launch_tile_config(Problem const& p, cudaStream_t stream) {
+  using Cfg = TileConfig<T, W, S>;
+  if constexpr (W == 16)  // the chooser keeps the input lines of 16-byte loads only (keeps_inputs)
+    if (p.keep_inputs) return launch_tile_kernel<KeepInputs<Cfg>>(p, stream);
+  return launch_tile_kernel<Cfg>(p, stream);
 }
 
 // Calls f(std::integral_constant<TileShape, shape>{}) where shape is one of the five shapes the

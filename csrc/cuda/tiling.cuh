@@ -161,18 +161,53 @@ CUTE_DEVICE void loads_then_stores(Ok const& ok, Load const& load, Store const& 
   }
 }
 
+// A global load that asks both caches to keep the line: an L1 evict_last priority and an L2
+// evict_last policy (what Triton emits for eviction_policy="evict_last"). The input
+// lines then outlast the output's dirty lines in the L2, which stream out to memory first.
+template <class T>
+CUTE_DEVICE T load_evict_last(T const* from) {
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  return *from;  // no L2 cache policies before sm_80
+#else
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  uint32_t w[4] = {0, 0, 0, 0};
+  if constexpr (sizeof(T) == 16) {
+    asm("ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "l"(from), "l"(policy));
+  } else if constexpr (sizeof(T) == 8) {
+    asm("ld.global.L1::evict_last.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;" : "=r"(w[0]), "=r"(w[1]) : "l"(from), "l"(policy));
+  } else if constexpr (sizeof(T) == 4) {
+    asm("ld.global.L1::evict_last.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(w[0]) : "l"(from), "l"(policy));
+  } else if constexpr (sizeof(T) == 2) {
+    asm("ld.global.L1::evict_last.L2::cache_hint.u16 %0, [%1], %2;" : "=r"(w[0]) : "l"(from), "l"(policy));
+  } else {
+    asm("ld.global.L1::evict_last.L2::cache_hint.u8 %0, [%1], %2;" : "=r"(w[0]) : "l"(from), "l"(policy));
+  }
+  T v;
+  memcpy(&v, w, sizeof(T));
+  return v;
+#endif
+}
+
 // Copies this thread's part of a tile. `coord` holds each element's (m, n) in the matrix;
-// elements outside `extent` are skipped, unless the tile is interior.
-template <class Src, class Dst, class Coord, class Extent>
+// elements outside `extent` are skipped, unless the tile is interior. With kKeep, the source is
+// global memory read through load_evict_last.
+template <bool kKeep = false, class Src, class Dst, class Coord, class Extent>
 CUTE_DEVICE void copy_tile_part(Src const& src, Dst&& dst, Coord const& coord, Extent const& extent,
                                 bool interior) {
+  auto const load = [&](int i) {
+    if constexpr (kKeep) return load_evict_last(&src(i));
+    else return src(i);
+  };
   if (interior) {
     CUTE_UNROLL
-    for (int i = 0; i < cute::size(src); ++i) dst(i) = src(i);
+    for (int i = 0; i < cute::size(src); ++i) dst(i) = load(i);
   } else {
     CUTE_UNROLL
     for (int i = 0; i < cute::size(src); ++i)
-      if (cute::elem_less(coord(i), extent)) dst(i) = src(i);
+      if (cute::elem_less(coord(i), extent)) dst(i) = load(i);
   }
 }
 

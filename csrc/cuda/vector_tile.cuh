@@ -76,6 +76,7 @@ struct VecTile {
   // A shared-memory wavefront serves 128 / W threads; with fewer vector columns than that, as
   // many bits as there are columns.
   static constexpr int kSwizzleBits = log2i(128 / W) < log2i(CN) ? log2i(128 / W) : log2i(CN);
+  static constexpr bool kKeep = false;  // loads through load_evict_last (KeepInputs)
   static_assert(V >= 1 && W % int(sizeof(T)) == 0 && BM % V == 0 && BN % V == 0);
   static_assert(Threads % CN == 0 && BM % (Threads / CN) == 0, "load threads must tile (BM, CN)");
   static_assert(Threads % CM == 0 && CN % (Threads / CM) == 0, "store threads must tile (CM, CN)");
@@ -89,6 +90,12 @@ struct VecTile {
   using Smem = decltype(cute::composition(
       cute::Swizzle<kSwizzleBits, 0, log2i(BN)>{},
       cute::Layout<cute::Shape<cute::Int<BM>, cute::Int<CN>>, cute::Stride<cute::Int<CN>, cute::_1>>{}));  // (BM,CN)
+};
+
+// A tile configuration whose loads keep their lines in the caches (load_evict_last).
+template <class Cfg>
+struct KeepInputs : Cfg {
+  static constexpr bool kKeep = true;
 };
 
 // Column j of the V x V block whose rows are in[0..V): element k of the result is element j of
@@ -162,7 +169,7 @@ CUTE_DEVICE void load_tile(Problem const& p, TileCoord const& tile, Dst&& dst) {
   Tensor cIn = make_identity_tensor(shape(mIn));                                   // (M,N/V)
   Tensor gIn = local_tile(mIn, InTile{}, make_coord(tile.m, tile.n));              // (BM,CN)
   Tensor cTile = local_tile(cIn, InTile{}, make_coord(tile.m, tile.n));            // (BM,CN)
-  copy_tile_part(local_partition(gIn, LoadThreads{}, threadIdx.x), dst,
+  copy_tile_part<Cfg::kKeep>(local_partition(gIn, LoadThreads{}, threadIdx.x), dst,
                  local_partition(cTile, LoadThreads{}, threadIdx.x), shape(cIn), tile.interior);
 }
 
