@@ -36,10 +36,10 @@
 namespace cute_transpose {
 namespace {
 
-template <class T_, int VI_, int VO_, TileShape Shape, bool kKeep_ = false>
+template <class T_, int VI_, int VO_, TileShape Shape>
 struct LeanTile {
   using T = T_;
-  static constexpr bool kKeep = kKeep_;  // loads through load_evict_last (Problem::keep_inputs)
+  static constexpr bool kKeep = false;  // loads through load_evict_last (KeepInputs)
   static constexpr int VI = VI_, VO = VO_;  // elements per vector: input side, output side
   static constexpr TileDims kDims = lean_tile(sizeof(T), Shape);
   static constexpr int BM = kDims.bm, BN = kDims.bn, kThreads = kDims.threads;
@@ -119,7 +119,7 @@ cudaError_t launch_lean_config(SmallGrid const& a, int batch, cudaStream_t strea
     });
   };
   if constexpr (VI * sizeof(T) == 16)  // the chooser keeps the input lines of 16-byte loads only
-    if (a.keep_inputs) return launch(LeanTile<T, VI, VO, Shape, true>{});
+    if (a.keep_inputs) return launch(KeepInputs<LeanTile<T, VI, VO, Shape>>{});
   return launch(LeanTile<T, VI, VO, Shape>{});
 }
 
