@@ -231,14 +231,21 @@ bool walk_m_first(Problem const& p, TileDims t) {
   return !input_splits_sectors(p) || tiles_n(p, t) >= tiles_m(p, t);
 }
 
-// The tile and lean kernels' loads keep the input's lines in the caches (Problem::keep_inputs)
-// where they load 16-byte vectors (`load_width`) into an output of Device::keep_inputs_from
-// bytes or more. On the H100 (docs/PERFORMANCE.md, "Input lines kept in L2"; the pick with and
+// The tile, lean, split and interleave (aligned vector mode) kernels' loads, and those of the
+// ladder's tma and pipelined, keep the input's lines in the caches (Problem::keep_inputs) where
+// they load 16-byte vectors (`load_width`) into an output of Device::keep_inputs_from bytes or
+// more. On the H100 (docs/PERFORMANCE.md, "Input lines kept in L2"; the pick with and
 // without, bit-checked, the better of three rounds): float32 squares of 16-80 MiB 0.92-0.96 x as
 // fast, 96 MiB 0.99 x, 112 MiB 1.01 x, 128-256 MiB 1.015-1.020 x (8192^2 0.964 -> 0.978 of
 // clone); bfloat16 32-64 MiB 0.92-0.96 x, 96-128 MiB 1.02 x; the sweeps' tile and lean cells of
 // 128 MiB or more in 16-byte loads 1.018 x over 42 (0.997-1.041 x), the one in 4-byte vectors
-// ((120, 7271, 204) uint8 permuted (2, 1, 0)) 0.81 x.
+// ((120, 7271, 204) uint8 permuted (2, 1, 0)) 0.81 x. The same hint in the split kernel and the
+// interleave kernel's vector mode, on the sweeps' cells of those kernels (each with and without,
+// the better of three rounds): 128 MiB or more, split 1.018 x over 44 (0.981-1.042 x), interleave
+// 1.014 x over 15 (1.005-1.028 x); under 128 MiB 1.007 x over 5 and 0.981 x over 5 (0.96-0.97 x on
+// three of 64-117 MiB). The row copies timed beside them as a control (no hint) moved 0.997-1.003 x.
+// The ladder's tma and pipelined kernels, in one benchmark run against the run before, on the
+// matrices of 128 MiB or more: tma +0.01-0.02 of clone, pipelined +0.02-0.03 (docs/PERFORMANCE.md).
 bool keeps_inputs(Problem const& p, int load_width, Device const& device) {
   int64_t const bytes = p.rows * p.cols * p.batch.count * p.element_size;
   return load_width == 16 && device.keep_inputs_from > 0 && bytes >= device.keep_inputs_from;
@@ -1188,6 +1195,8 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       int64_t const pixels = c.pack ? p.cols : p.rows, block = 256 * std::max(16 / p.element_size, 1);
       if (pixels < kMinTileFill * block)
         return *why = "fewer than a quarter block of pixels (" + std::to_string(block / 4) + ") per matrix", std::nullopt;
+      // Aligned vector mode alone (the realigned and element modes load otherwise).
+      c.problem->keep_inputs = interleave_vectors_aligned(p, c.pack) && keeps_inputs(p, c.width, device);
       return c;
     }
     case Kernel::Split: {
@@ -1203,6 +1212,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
         return *why = std::string("its ") + tile_shape_name(c.shape) + " tiles would be less than a quarter full",
                std::nullopt;
       if (!shape) c.shape = split_shape(*c.split, c.width);
+      c.split->problem.keep_inputs = c.problem->keep_inputs = keeps_inputs(p, c.width, device);  // the launch reads the first
       return c;
     }
     case Kernel::Padded:
@@ -1224,12 +1234,14 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       // Vectorized loads of two or more elements (or whole 8- and 16-byte ones), else scalar.
       c.width = tile_width(p);
       if (c.width < 2 * p.element_size && !(p.element_size >= 8 && c.width == p.element_size)) c.width = 0;
+      c.problem->keep_inputs = keeps_inputs(p, c.width, device);
       return c;
     }
     case Kernel::Pipelined:
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
       if (!pipelined_fits(p, device, why)) return std::nullopt;
       c.width = 16;
+      c.problem->keep_inputs = keeps_inputs(p, c.width, device);  // through the TMA loads' cache hint
       return c;
     case Kernel::Lean:
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;

@@ -95,7 +95,8 @@ std::optional<TileShape> tile_shape_from_name(std::string const& name) {
 
 // How config() says that rows or gather run in the neighbours-together order.
 constexpr char kTogetherWords[] = ", neighbouring runs read together";
-// How config() says that the tile and lean kernels' loads keep the input's lines in the caches.
+// How config() says that a kernel's loads keep the input's lines in the caches (choose.cpp,
+// keeps_inputs).
 constexpr char kKeepWords[] = ", input lines kept in L2";
 
 std::string Choice::config() const {
@@ -117,7 +118,8 @@ std::string Choice::config() const {
       o << (pack ? "planes -> " : "") << channels << "-interleaved" << (pack ? "" : " -> planes") << ", "
         << (width > problem->element_size
                 ? interleave_vectors_aligned(*problem, pack) ? "16-byte vectors" : "16-byte vectors, realigned"
-                : "one element per access, staged through shared memory");
+                : "one element per access, staged through shared memory")
+        << (problem->keep_inputs ? kKeepWords : "");
       break;
     case Kernel::Box:
       o << "box (";
@@ -126,11 +128,15 @@ std::string Choice::config() const {
         << " bytes in, " << box->vout * box->element_size << " bytes out";
       if (box->keeps_positions()) o << ", each vector's position kept across boxes";
       break;
-    case Kernel::Tma: o << "TMA store, " << width << "-byte loads"; break;
-    case Kernel::Pipelined: o << "TMA loads into a ring of shared-memory stages, 16-byte vector stores"; break;
+    case Kernel::Tma: o << "TMA store, " << width << "-byte loads" << (problem->keep_inputs ? kKeepWords : ""); break;
+    case Kernel::Pipelined:
+      o << "TMA loads into a ring of shared-memory stages, "
+        << (problem->element_size == 1 ? "16-byte vector stores" : "TMA stores") << (problem->keep_inputs ? kKeepWords : "");
+      break;
     case Kernel::Split:
       o << tile_shape_name(shape) << " tiles of (" << problem->rows << " x " << split->m.size << ") by ("
-        << problem->cols << " x " << split->n.size << "), " << width << "-byte vectors";
+        << problem->cols << " x " << split->n.size << "), " << width << "-byte vectors"
+        << (problem->keep_inputs ? kKeepWords : "");
       break;
     case Kernel::Padded:
       o << "the padded seed kernel, one element per access" << (problem->m_first ? ", m-tiles first" : "");

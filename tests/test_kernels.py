@@ -365,7 +365,8 @@ SCATTERED_REASONS = ("gather would load a sector for each element", "that ATen's
 ])
 def test_split_runs_where_its_sides_chain_into_16_byte_vectors_and_fill_its_tiles(make, dims, runs_split, scattered):
     x = make()
-    assert cute_transpose.explain(x, dims, kernel="split")["cuda"]["config"].endswith(", 16-byte vectors")
+    config = cute_transpose.explain(x, dims, kernel="split")["cuda"]["config"]
+    assert config.removesuffix(", input lines kept in L2").endswith(", 16-byte vectors"), config
     info = cute_transpose.explain(x, dims)["cuda"]
     assert (info["kernel"] == "split") == (runs_split or scattered), info
     assert any(why in info["reason"] for why in SCATTERED_REASONS) == scattered, info["reason"]
@@ -582,9 +583,10 @@ def check_sm90_moves(x, dims, to, why, keep=None):
     return h100, h200
 
 
-# On the H100, the tile and lean kernels' loads of 16-byte vectors ask the caches to keep the
-# input's lines (evict_last) where the output takes 128 MiB or more (choose.cpp, keeps_inputs):
-# not under it, not with narrower loads, not on the H200 (not measured there).
+# On the H100, the tile, lean, split and interleave (aligned vector mode) kernels' loads of 16-byte
+# vectors ask the caches to keep the input's lines (evict_last) where the output takes 128 MiB or
+# more (choose.cpp, keeps_inputs): not under it, not with narrower loads, not in the interleave
+# kernel's other modes, not on the H200 (not measured there).
 @pytest.mark.parametrize("shape, dims, dtype, kernel, kept", [
     ((8192, 4096), (1, 0), torch.float32, "tile", True),          # 128 MiB
     ((8192, 4092), (1, 0), torch.float32, "tile", False),         # just under
@@ -593,6 +595,12 @@ def check_sm90_moves(x, dims, to, why, keep=None):
     ((11584, 11584), (1, 0), torch.uint8, "lean", False),          # 127.97 MiB
     ((120, 7271, 204), (2, 1, 0), torch.uint8, "tile", False),     # 4-byte vectors
     ((250, 8, 60, 18, 25), (1, 4, 0, 3, 2), torch.float32, "lean", False),  # 4-byte loads
+    ((305, 433, 25, 4), (2, 0, 3, 1), torch.complex128, "split", True),       # 202 MiB
+    ((69, 217, 125, 3), (2, 0, 3, 1), torch.complex128, "split", False),      # 86 MiB
+    ((256, 224, 224, 3), (0, 3, 1, 2), torch.float32, "interleave", True),    # 147 MiB, unpacked
+    ((3, 10208240), (1, 0), torch.float64, "interleave", True),               # packed
+    ((256, 224, 224, 2), (0, 3, 1, 2), torch.float32, "interleave", False),   # 98 MiB
+    ((512, 3, 299, 299), (0, 2, 3, 1), torch.uint8, "interleave", False),     # realigned vectors
 ])
 def test_large_transposes_keep_their_input_lines_on_the_h100(shape, dims, dtype, kernel, kept):
     x = torch.empty(shape, dtype=dtype, device="meta")
@@ -602,6 +610,24 @@ def test_large_transposes_keep_their_input_lines_on_the_h100(shape, dims, dtype,
     assert "kept" not in h200["config"], h200
 
 
+
+# The ladder's tma and pipelined kernels follow the same rule: tma's 16-byte loads, and
+# pipelined's TMA loads through their cache hint.
+@pytest.mark.parametrize("kernel", ["tma", "pipelined"])
+@pytest.mark.parametrize("shape, dtype, kept", [
+    ((8192, 4096), torch.float32, True),     # 128 MiB
+    ((8192, 4092), torch.float32, False),    # just under
+    ((16384, 8192), torch.uint8, True),
+    ((16384, 8176), torch.uint8, False),
+])
+def test_tma_and_pipelined_loads_keep_input_lines_by_the_same_rule(kernel, shape, dtype, kept):
+    x = torch.empty(shape, dtype=dtype, device="meta")
+    h100 = cute_transpose.explain(x, (1, 0), kernel=kernel)["cuda"]
+    h200 = cute_transpose.explain(x, (1, 0), kernel=kernel, gpu="NVIDIA H200")["cuda"]
+    assert h100["kernel"] == h200["kernel"] == kernel, (h100, h200)
+    assert ("input lines kept in L2" in h100["config"]) == kept, h100
+    assert "kept" not in h200["config"], h200
+
 @needs_cuda
 @pytest.mark.parametrize("shape, dims, dtype, kernel", [
     ((8200, 4100), (1, 0), torch.float32, "tile"),              # partial tiles on both edges
@@ -610,10 +636,19 @@ def test_large_transposes_keep_their_input_lines_on_the_h100(shape, dims, dtype,
     ((11600, 11600), (1, 0), torch.uint8, "lean"),
     ((2000, 8400), (1, 0), torch.float64, "tile"),
     ((11, 1100, 1100), (0, 2, 1), torch.complex128, "tile"),
+    ((8200, 4100), (1, 0), torch.float32, "tma"),               # partial tiles on both edges
+    ((4, 4104, 4104), (0, 2, 1), torch.bfloat16, "tma"),
+    ((8200, 4104), (1, 0), torch.float32, "pipelined"),         # partial tiles, ring wraps
+    ((4, 4104, 4104), (0, 2, 1), torch.bfloat16, "pipelined"),
+    ((11600, 11600), (1, 0), torch.uint8, "pipelined"),         # vector stores
+    ((305, 433, 25, 4), (2, 0, 3, 1), torch.complex128, "split"),
+    ((15, 15, 32, 15, 15, 32), (1, 4, 0, 5, 3, 2), torch.float32, "split"),
+    ((256, 224, 224, 3), (0, 3, 1, 2), torch.float32, "interleave"),  # unpacked
+    ((3, 10208240), (1, 0), torch.float64, "interleave"),             # packed
 ])
 def test_kept_input_lines_write_every_element(shape, dims, dtype, kernel):
     """The loads that keep their lines (128 MiB and up, on sm_90 GPUs but the H200) move the same
-    bits as plain ones, tiles at the edges included."""
+    bits as plain ones, tiles at the edges included, in every kernel that has them."""
     x = random_tensor(shape, dtype, "cuda")
     info = cute_transpose.explain(x, dims, kernel=kernel)
     kept = torch.cuda.get_device_capability() == (9, 0) and "H200" not in torch.cuda.get_device_name()

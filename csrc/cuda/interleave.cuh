@@ -62,7 +62,7 @@ __global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks
     Offsets const at = p.batch(t / blocks_per_matrix);
     int64_t const x0 = ((t % blocks_per_matrix) * kThreads + threadIdx.x) * K;  // this lane's first pixel
     if constexpr (kVector)
-      move_vectors<T, C, kPack>(src + at.in, dst + at.out, plane_stride, pixels, x0, lane, stage);
+      move_vectors<T, C, kPack>(src + at.in, dst + at.out, plane_stride, pixels, x0, lane, stage, p.keep_inputs);
     else
       move_elements<T, C, kPack, G, kVectorLoads>(src + at.in, dst + at.out, plane_stride, pixel_stride, pixels,
                                                   planes, x0 - lane * K, lane, stage, src_end);

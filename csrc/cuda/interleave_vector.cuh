@@ -79,7 +79,9 @@ CUTE_DEVICE int staged(int i) {
 // lane by lane instead (pack: after the shuffle, unpack: before it).
 template <class T, int C, bool kPack>
 CUTE_DEVICE void move_vectors(T const* from, T* to, int64_t plane_stride, int64_t pixels, int64_t x0, int lane,
-                              Vec* stage) {
+                              Vec* stage, bool keep) {
+  // keep (Problem::keep_inputs): the loads ask the caches to keep the input's lines.
+  auto const load = [keep](Vec const* v) { return keep ? load_evict_last(v) : *v; };
   constexpr int K = 16 / int(sizeof(T));
   int64_t const warp_x0 = x0 - lane * K;
   bool const whole_warp = warp_x0 + 32 * K <= pixels;  // the same for every lane of the warp
@@ -96,7 +98,7 @@ CUTE_DEVICE void move_vectors(T const* from, T* to, int64_t plane_stride, int64_
   if (!kPack && whole_warp) {
     Vec const* run = reinterpret_cast<Vec const*>(from + warp_x0 * C);
     CUTE_UNROLL
-    for (int c = 0; c < C; ++c) stage[staged<C, kPack>(c * 32 + lane)] = run[c * 32 + lane];
+    for (int c = 0; c < C; ++c) stage[staged<C, kPack>(c * 32 + lane)] = load(run + c * 32 + lane);
     __syncwarp();
     CUTE_UNROLL
     for (int c = 0; c < C; ++c) in[c] = stage[staged<C, kPack>(lane * C + c)];
@@ -104,8 +106,8 @@ CUTE_DEVICE void move_vectors(T const* from, T* to, int64_t plane_stride, int64_
   } else {
     CUTE_UNROLL
     for (int c = 0; c < C; ++c)
-      in[c] = kPack ? *reinterpret_cast<Vec const*>(from + c * plane_stride + x0)
-                    : *reinterpret_cast<Vec const*>(from + x0 * C + c * K);
+      in[c] = kPack ? load(reinterpret_cast<Vec const*>(from + c * plane_stride + x0))
+                    : load(reinterpret_cast<Vec const*>(from + x0 * C + c * K));
   }
   shuffle<int(sizeof(T)), C, kPack>(in, shuffled);
   if (kPack && whole_warp) {

@@ -188,13 +188,16 @@ __global__ void __launch_bounds__(Cfg::kThreads) pipelined_transpose(Problem p, 
       prefetch_tma_descriptor(tma.get_tma_descriptor());
       Tensor mIn = tma.get_tma_tensor(make_shape(p.rows, p.cols, p.batch.count));  // (M,N,B)
       auto cta_tma = tma.get_slice(Int<0>{});
+      // Problem::keep_inputs: the loads ask L2 to keep the input's lines (evict_last), as the
+      // tile kernel's 16-byte loads do (choose.cpp, keeps_inputs).
+      auto const hint = p.keep_inputs ? TMA::CacheHintSm90::EVICT_LAST : TMA::CacheHintSm90::EVICT_NORMAL;
       for (int64_t t = blockIdx.x; t < walk.count; t += gridDim.x, ring.advance<S>()) {
         TileCoord const tile = walk(t, p.batch);
         wait_barrier(empty[ring.stage], ring.phase ^ 1);  // a fresh barrier counts as released
         set_barrier_transaction_bytes(full[ring.stage], Cfg::kStageBytes);
         Tensor gIn = local_tile(mIn(_, _, tile.b), Shape<Int<Cfg::BM>, Int<Cfg::BN>>{},  // (BM,BN)
                                 make_coord(tile.m, tile.n));
-        copy(tma.with(full[ring.stage]), cta_tma.partition_S(gIn), cta_tma.partition_D(sRing(_, _, ring.stage)));
+        copy(tma.with(full[ring.stage], 0, hint), cta_tma.partition_S(gIn), cta_tma.partition_D(sRing(_, _, ring.stage)));
       }
     }
     return;

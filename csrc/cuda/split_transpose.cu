@@ -108,7 +108,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, split_min_blocks<Cfg>()) split_
     // Rows grow with i, so the loads run in order up to the first row outside the tile, and
     // the cursor that each load moves on stays in step with i.
     auto const load = [&](int i) {
-      Vec const v = *reinterpret_cast<Vec const*>(src + col_in + in_row.at.in);
+      auto const* from = reinterpret_cast<Vec const*>(src + col_in + in_row.at.in);
+      Vec v;
+      if constexpr (Cfg::kKeep) v = load_evict_last(from);  // KeepInputs
+      else v = *from;
       m.advance(in_row, row_step);
       return v;
     };
@@ -140,8 +143,13 @@ cudaError_t launch_with(SplitProblem const& s, cudaStream_t stream) {
   Side const m(p.rows, p.row_stride, p.out_row_stride, s.m);
   Side const n(p.cols, p.col_stride, p.out_col_stride, s.n);
   TileWalk const walk(m.extent, n.extent, p.batch.count, Cfg::BM, Cfg::BN);
-  split_transpose<Cfg><<<walk.grid(), Cfg::kThreads, 0, stream>>>(p, m, n);
-  return cudaGetLastError();
+  auto const launch = [&](auto cfg) {
+    split_transpose<decltype(cfg)><<<walk.grid(), Cfg::kThreads, 0, stream>>>(p, m, n);
+    return cudaGetLastError();
+  };
+  if constexpr (W == 16)  // the chooser keeps the input lines of 16-byte loads only
+    if (p.keep_inputs) return launch(KeepInputs<Cfg>{});
+  return launch(Cfg{});
 }
 
 }  // namespace
