@@ -111,16 +111,13 @@ __global__ void __launch_bounds__(Cfg::kThreads) lean_transpose(SmallGrid const 
 
 template <class T, int VI, int VO, TileShape Shape>
 cudaError_t launch_lean_config(SmallGrid const& a, int batch, cudaStream_t stream) {
-  auto const launch = [&](auto cfg) {
+  return launch_keeping_inputs<LeanTile<T, VI, VO, Shape>, VI * int(sizeof(T))>(a.keep_inputs, [&](auto cfg) {
     using Cfg = decltype(cfg);
     return a.launch_slabs(batch, [&](SmallGrid const& slab, int matrices) {
       lean_transpose<Cfg><<<slab.grid(Cfg::BM, Cfg::BN, matrices), Cfg::kThreads, 0, stream>>>(slab);
       return cudaGetLastError();
     });
-  };
-  if constexpr (VI * sizeof(T) == 16)  // the chooser keeps the input lines of 16-byte loads only
-    if (a.keep_inputs) return launch(KeepInputs<LeanTile<T, VI, VO, Shape>>{});
-  return launch(LeanTile<T, VI, VO, Shape>{});
+  });
 }
 
 // The four vector combinations in one tile shape.

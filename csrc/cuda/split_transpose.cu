@@ -143,13 +143,10 @@ cudaError_t launch_with(SplitProblem const& s, cudaStream_t stream) {
   Side const m(p.rows, p.row_stride, p.out_row_stride, s.m);
   Side const n(p.cols, p.col_stride, p.out_col_stride, s.n);
   TileWalk const walk(m.extent, n.extent, p.batch.count, Cfg::BM, Cfg::BN);
-  auto const launch = [&](auto cfg) {
+  return launch_keeping_inputs<Cfg, W>(p.keep_inputs, [&](auto cfg) {
     split_transpose<decltype(cfg)><<<walk.grid(), Cfg::kThreads, 0, stream>>>(p, m, n);
     return cudaGetLastError();
-  };
-  if constexpr (W == 16)  // the chooser keeps the input lines of 16-byte loads only
-    if (p.keep_inputs) return launch(KeepInputs<Cfg>{});
-  return launch(Cfg{});
+  });
 }
 
 }  // namespace

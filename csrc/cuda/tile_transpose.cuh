@@ -112,10 +112,8 @@ cudaError_t launch_tile_kernel(Problem const& p, cudaStream_t stream) {
 
 template <class T, int W, TileShape S>
 cudaError_t launch_tile_config(Problem const& p, cudaStream_t stream) {
-  using Cfg = TileConfig<T, W, S>;
-  if constexpr (W == 16)  // the chooser keeps the input lines of 16-byte loads only (keeps_inputs)
-    if (p.keep_inputs) return launch_tile_kernel<KeepInputs<Cfg>>(p, stream);
-  return launch_tile_kernel<Cfg>(p, stream);
+  return launch_keeping_inputs<TileConfig<T, W, S>, W>(
+      p.keep_inputs, [&](auto cfg) { return launch_tile_kernel<decltype(cfg)>(p, stream); });
 }
 
 // Calls f(std::integral_constant<TileShape, shape>{}) where shape is one of the five shapes the

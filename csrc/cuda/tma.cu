@@ -78,14 +78,11 @@ template <class T, int W>
 cudaError_t launch_vectorized_tma(Problem const& p, cudaStream_t stream) {
   using Cfg = typename TmaVecConfig<T, W>::type;
   auto tma = make_tma_store<T, Cfg::BM, Cfg::BN>(p);
-  auto const launch = [&](auto cfg) {
+  return launch_keeping_inputs<Cfg, W>(p.keep_inputs, [&](auto cfg) {
     tma_transpose_vectorized<decltype(cfg), TmaStore<T, Cfg::BM, Cfg::BN>>
         <<<TileWalk(p, Cfg::BM, Cfg::BN).grid(), Cfg::kThreads, 0, stream>>>(p, tma);
     return cudaGetLastError();
-  };
-  if constexpr (W == 16)  // the chooser keeps the input lines of 16-byte loads only
-    if (p.keep_inputs) return launch(KeepInputs<Cfg>{});
-  return launch(Cfg{});
+  });
 }
 
 //

@@ -99,6 +99,16 @@ struct KeepInputs : Cfg {
   static constexpr bool kKeep = true;
 };
 
+// launch(KeepInputs<Cfg>{}) where the chooser kept the input lines (Problem::keep_inputs), which
+// it does for 16-byte loads only (choose.cpp, keeps_inputs; LoadBytes: this configuration's load
+// width, so that no other width builds the kept kernel), else launch(Cfg{}).
+template <class Cfg, int LoadBytes, class Launch>
+cudaError_t launch_keeping_inputs(bool keep, Launch&& launch) {
+  if constexpr (LoadBytes == 16)
+    if (keep) return launch(KeepInputs<Cfg>{});
+  return launch(Cfg{});
+}
+
 // Column j of the V x V block whose rows are in[0..V): element k of the result is element j of
 // in[k]. Elements of 4 bytes or more are whole words: only registers move. (One column at a
 // time, so that a caller can store each column before the next is built.)
