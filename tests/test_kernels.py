@@ -601,6 +601,7 @@ def check_sm90_moves(x, dims, to, why, keep=None):
     ((3, 10208240), (1, 0), torch.float64, "interleave", True),               # packed
     ((256, 224, 224, 2), (0, 3, 1, 2), torch.float32, "interleave", False),   # 98 MiB
     ((512, 3, 299, 299), (0, 2, 3, 1), torch.uint8, "interleave", False),     # realigned vectors
+    ((4, 5243, 5719), (1, 2, 0), torch.complex128, "interleave", False),      # element mode
 ])
 def test_large_transposes_keep_their_input_lines_on_the_h100(shape, dims, dtype, kernel, kept):
     x = torch.empty(shape, dtype=dtype, device="meta")
