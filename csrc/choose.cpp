@@ -1214,7 +1214,8 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
         return *why = std::string("its ") + tile_shape_name(c.shape) + " tiles would be less than a quarter full",
                std::nullopt;
       if (!shape) c.shape = split_shape(*c.split, c.width);
-      c.split->problem.keep_inputs = c.problem->keep_inputs = keeps_inputs(p, c.width, device);  // the launch reads the first
+      // launch_split reads the SplitProblem's copy of the problem; explain reads c.problem.
+      c.split->problem.keep_inputs = c.problem->keep_inputs = keeps_inputs(p, c.width, device);
       return c;
     }
     case Kernel::Padded:
