@@ -1195,10 +1195,8 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       int64_t const pixels = c.pack ? p.cols : p.rows, block = 256 * std::max(16 / p.element_size, 1);
       if (pixels < kMinTileFill * block)
         return *why = "fewer than a quarter block of pixels (" + std::to_string(block / 4) + ") per matrix", std::nullopt;
-      // Aligned vector mode alone (the realigned and element modes load otherwise; 16-byte
-      // elements, moved one per access, run element mode).
-      bool const vectors = c.width > p.element_size && interleave_vectors_aligned(p, c.pack);
-      c.problem->keep_inputs = vectors && keeps_inputs(p, c.width, device);
+      // Aligned vector mode alone (the realigned and element modes load otherwise).
+      c.problem->keep_inputs = interleave_runs_aligned_vectors(p, c.width, c.pack) && keeps_inputs(p, c.width, device);
       return c;
     }
     case Kernel::Split: {

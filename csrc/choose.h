@@ -87,9 +87,9 @@ struct Device {
   bool long_side_first = false;
   // The rows kernel's blocks with 16-byte vectors: at most this many threads (strided_copy.cu).
   int rows_threads = 512;
-  // The tile and lean kernels keep the input's lines in the caches (Problem::keep_inputs) when
-  // they load 16-byte vectors into outputs of at least this many bytes; 0: never (keeps_inputs,
-  // choose.cpp).
+  // The kernels that load 16-byte vectors (tile, lean, split, interleave's aligned vectors, tma,
+  // pipelined) keep the input's lines in the caches (Problem::keep_inputs) into outputs of at
+  // least this many bytes; 0: never (keeps_inputs, choose.cpp).
   int64_t keep_inputs_from = 0;
   // The work that the tile kernel's rule gives its Large configuration (large full matrices;
   // for 4-byte elements also mostly full ones: tile_shape, choose.cpp) runs in it; where false,

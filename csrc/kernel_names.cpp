@@ -116,9 +116,9 @@ std::string Choice::config() const {
       break;
     case Kernel::Interleave:
       o << (pack ? "planes -> " : "") << channels << "-interleaved" << (pack ? "" : " -> planes") << ", "
-        << (width > problem->element_size
-                ? interleave_vectors_aligned(*problem, pack) ? "16-byte vectors" : "16-byte vectors, realigned"
-                : "one element per access, staged through shared memory")
+        << (interleave_runs_aligned_vectors(*problem, width, pack) ? "16-byte vectors"
+            : width > problem->element_size                        ? "16-byte vectors, realigned"
+                                                                   : "one element per access, staged through shared memory")
         << (problem->keep_inputs ? kKeepWords : "");
       break;
     case Kernel::Box:

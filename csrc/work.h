@@ -109,9 +109,9 @@ struct Problem {
   // same output rows) instead of n-tiles fastest (consecutive blocks read consecutive runs of
   // the same input rows).
   bool m_first = false;
-  // The tile and lean kernels' loads ask the caches to keep the input's lines (evict_last,
-  // load_evict_last in cuda/tiling.cuh), so that the L2 writes the output's dirty lines back
-  // first: set for work much larger than the L2 (keeps_inputs, choose.cpp).
+  // The kernel's loads ask the caches to keep the input's lines (evict_last: load_evict_last in
+  // cuda/tiling.cuh, or the TMA loads' cache hint), so that the L2 writes the output's dirty
+  // lines back first: set for work much larger than the L2 (keeps_inputs, choose.cpp).
   bool keep_inputs = false;
 };
 
@@ -138,6 +138,13 @@ inline bool interleave_vectors_aligned(Problem const& p, bool pack) {
             reinterpret_cast<uintptr_t>(p.dst) % 16 == 0;
   for (int d = 0; d < p.batch.rank; ++d) ok = ok && p.batch.in_stride[d] % K == 0 && p.batch.out_stride[d] % K == 0;
   return ok;
+}
+
+// Whether the Interleave kernel, given `width`-byte accesses, runs its vector mode as is: the
+// accesses are wider than the element (16-byte elements move one per access, in element mode)
+// and the vectors are aligned (interleave_vectors_aligned).
+inline bool interleave_runs_aligned_vectors(Problem const& p, int width, bool pack) {
+  return width > p.element_size && interleave_vectors_aligned(p, pack);
 }
 
 // The output's rows (n) and matrices all start on the 16-byte grid: the Realign kernel then

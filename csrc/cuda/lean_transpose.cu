@@ -79,9 +79,8 @@ __global__ void __launch_bounds__(Cfg::kThreads) lean_transpose(SmallGrid const 
   auto const m = [](int i) { return int(threadIdx.x) / Cfg::CN + i * Cfg::R1; };
   auto const inside = [&](int i) { return m(i) < rows && n < cols; };
   auto const load = [&](int i) {
-    auto const* from = reinterpret_cast<typename Cfg::VecIn const*>(src + m(i) * a.row_stride + n * a.col_stride);
-    if constexpr (Cfg::kKeep) return load_evict_last(from);
-    else return *from;
+    return load_input<Cfg::kKeep>(
+        reinterpret_cast<typename Cfg::VecIn const*>(src + m(i) * a.row_stride + n * a.col_stride));
   };
   auto const store = [&](int i, typename Cfg::VecIn const& v) {
     T e[VI];

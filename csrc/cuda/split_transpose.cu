@@ -108,10 +108,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, split_min_blocks<Cfg>()) split_
     // Rows grow with i, so the loads run in order up to the first row outside the tile, and
     // the cursor that each load moves on stays in step with i.
     auto const load = [&](int i) {
-      auto const* from = reinterpret_cast<Vec const*>(src + col_in + in_row.at.in);
-      Vec v;
-      if constexpr (Cfg::kKeep) v = load_evict_last(from);  // KeepInputs
-      else v = *from;
+      Vec const v = load_input<Cfg::kKeep>(reinterpret_cast<Vec const*>(src + col_in + in_row.at.in));
       m.advance(in_row, row_step);
       return v;
     };

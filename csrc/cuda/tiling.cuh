@@ -191,6 +191,14 @@ CUTE_DEVICE T load_evict_last(T const* from) {
 #endif
 }
 
+// A configuration's input load: load_evict_last where it keeps its input lines (kKeep,
+// KeepInputs in vector_tile.cuh), else a plain load.
+template <bool kKeep, class T>
+CUTE_DEVICE T load_input(T const* from) {
+  if constexpr (kKeep) return load_evict_last(from);
+  else return *from;
+}
+
 // Copies this thread's part of a tile. `coord` holds each element's (m, n) in the matrix;
 // elements outside `extent` are skipped, unless the tile is interior. With kKeep, the source is
 // global memory read through load_evict_last.

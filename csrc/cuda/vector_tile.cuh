@@ -92,8 +92,8 @@ struct VecTile {
       cute::Layout<cute::Shape<cute::Int<BM>, cute::Int<CN>>, cute::Stride<cute::Int<CN>, cute::_1>>{}));  // (BM,CN)
 };
 
-// A tile configuration (VecTile, or the lean kernel's LeanTile) whose loads keep their lines in
-// the caches (load_evict_last).
+// A tile configuration (VecTile: the tile, split and tma kernels'; or the lean kernel's LeanTile)
+// whose loads keep their lines in the caches (load_input, load_evict_last).
 template <class Cfg>
 struct KeepInputs : Cfg {
   static constexpr bool kKeep = true;

@@ -199,7 +199,7 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     the table gives the tile kernel one element per access in lean where gather's reads would
     be scattered, else in gather, and transposes of elements up to 4 bytes that the table gives
     ATen's copy in gather where the lanes of its loads share 32-byte sectors; and it does not
-    have the tile and lean kernels ask the caches to keep a large transpose's input lines, as
+    have the kernels ask the caches to keep a large transpose's input lines, as
     the H100 does from 128 MiB of output loaded in 16-byte vectors). A CUDA tensor's own
     device is described, whatever ``gpu`` says.
     ``kernel=`` names one of KERNELS to describe instead of the chooser's pick (an error if it
