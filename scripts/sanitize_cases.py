@@ -1,7 +1,8 @@
 """The workload the sanitizers watch (scripts/sanitize.sh): every op x element size on an odd
 and a batched shape (and a TMA-aligned one), and `permute` on cases for each kernel it chooses
 among, each kernel forced by name, each result checked on the CPU. Inputs are made on the CPU and copied over, so that the only
-kernels that run are this extension's; and the pipelined kernel on shapes that wrap its ring."""
+kernels that run are this extension's; the pipelined kernel on shapes that wrap its ring; and the
+loads that keep their input lines in L2, on outputs of 128 MiB and more."""
 
 import os
 import sys
@@ -71,6 +72,41 @@ def model_rule_cases() -> list:
             run = ((lambda: cute_transpose.permute(x.cuda(), dims)) if kernel == "auto" else
                    (lambda: torch.ops.cute_transpose._permute_with(x.cuda(), list(dims), kernel)))
             results.append(check(run, x.permute(dims).contiguous(), f"permute[{kernel}] {dtype} {shape} {dims}", "cannot run"))
+    return results
+
+
+# Loads that keep their input lines in L2 (choose.cpp, keeps_inputs: 16-byte loads into 128 MiB of
+# output or more, on sm_90 GPUs but the H200), in every kernel that has them, tiles cut short at
+# the edges. Not under racecheck: the hint changes only global loads, and racecheck, which
+# watches shared memory, would take minutes over 128 MiB of tiles.
+KEPT = [((8200, 4100), (1, 0), torch.float32, "tile"), ((75, 75, 96, 100), (1, 0, 3, 2), torch.float32, "lean"),
+        ((8200, 4100), (1, 0), torch.float32, "tma"), ((8200, 4104), (1, 0), torch.float32, "pipelined"),
+        ((15, 15, 32, 15, 15, 32), (1, 4, 0, 5, 3, 2), torch.float32, "split"),
+        ((256, 224, 224, 3), (0, 3, 1, 2), torch.float32, "interleave"), ((3, 10208240), (1, 0), torch.float64, "interleave")]
+
+
+def kept_input_cases() -> list:
+    """The KEPT cases, each forced by name; on a GPU whose rule keeps input lines, a case whose
+    configuration does not say so counts as wrong."""
+    if os.environ.get("SANITIZE_TOOL") == "racecheck":
+        return []
+    name = torch.cuda.get_device_name()
+    keeps = torch.cuda.get_device_capability() == (9, 0) and "H200" not in name
+    results = []
+    for shape, dims, dtype, kernel in KEPT:
+        if kernel in TMA_STORES:
+            continue
+        x = torch.randint(0, 100, shape).to(dtype)
+        on_gpu = x.cuda()
+        config = cute_transpose.explain(on_gpu, dims, kernel=kernel)["config"]
+        label = f"permute[{kernel}] {dtype} {shape} {dims}, {config}"
+        if keeps and "input lines kept in L2" not in config:
+            print(f"WRONG (input lines not kept): {label}")
+            results.append(False)
+            continue
+        results.append(check(lambda: torch.ops.cute_transpose._permute_with(on_gpu, list(dims), kernel),
+                             x.permute(dims).contiguous(), label, "cannot run"))
+        del on_gpu
     return results
 
 
@@ -171,6 +207,7 @@ def main() -> int:
         results.append(check(lambda: torch.ops.cute_transpose.permute.out(x.cuda(), [1, 0], out=buf[3:].view(4099, 301)),
                              x.t().contiguous(), f"permute.out[off the grid] {dtype} (301, 4099)", "cannot run"))
     results += model_rule_cases()
+    results += kept_input_cases()
     checked = [r for r in results if r is not None]
     bad = checked.count(False)
     left_out = f" ({' and '.join(TMA_STORES)} left out: TMA-store writes are invisible here)" if TMA_STORES else ""
