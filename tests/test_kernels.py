@@ -629,6 +629,26 @@ def test_tma_and_pipelined_loads_keep_input_lines_by_the_same_rule(kernel, shape
     assert ("input lines kept in L2" in h100["config"]) == kept, h100
     assert "kept" not in h200["config"], h200
 
+def sanitizer_kept_cases():
+    """scripts/sanitize_cases.py's KEPT: the sanitizers' cases of loads that keep input lines."""
+    import importlib.util
+    path = pathlib.Path(__file__).resolve().parents[1] / "scripts" / "sanitize_cases.py"
+    spec = importlib.util.spec_from_file_location("sanitize_cases", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.KEPT
+
+
+# The sanitizers' kept-load cases are ones that the H100's rule keeps, in the kernel each names,
+# so that a change of rule cannot leave the kept loads unwatched.
+@pytest.mark.parametrize("shape, dims, dtype, kernel", sanitizer_kept_cases())
+def test_the_sanitizers_kept_cases_keep_their_input_lines(shape, dims, dtype, kernel):
+    x = torch.empty(shape, dtype=dtype, device="meta")
+    h100 = cute_transpose.explain(x, dims, kernel=kernel)["cuda"]
+    assert h100["kernel"] == kernel, h100
+    assert "input lines kept in L2" in h100["config"], h100
+
+
 @needs_cuda
 @pytest.mark.parametrize("shape, dims, dtype, kernel", [
     ((8200, 4100), (1, 0), torch.float32, "tile"),              # partial tiles on both edges
