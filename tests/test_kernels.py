@@ -629,6 +629,7 @@ def test_tma_and_pipelined_loads_keep_input_lines_by_the_same_rule(kernel, shape
     assert ("input lines kept in L2" in h100["config"]) == kept, h100
     assert "kept" not in h200["config"], h200
 
+
 def sanitizer_kept_cases():
     """scripts/sanitize_cases.py's KEPT: the sanitizers' cases of loads that keep input lines."""
     import importlib.util
