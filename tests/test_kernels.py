@@ -611,7 +611,6 @@ def test_large_transposes_keep_their_input_lines_on_the_h100(shape, dims, dtype,
     assert "kept" not in h200["config"], h200
 
 
-
 # The ladder's tma and pipelined kernels follow the same rule: tma's 16-byte loads, and
 # pipelined's TMA loads through their cache hint.
 @pytest.mark.parametrize("kernel", ["tma", "pipelined"])
