@@ -575,6 +575,31 @@ std::optional<Choice> small_rows(Plan const& plan, Device const& device) {
   return c && c->width > plan.element_size ? c : std::nullopt;
 }
 
+// Small work that the interleave kernel moves in aligned 16-byte vectors (its vector mode:
+// interleave_runs_aligned_vectors), with 1- or 2-byte elements and no broadcast dim, runs
+// interleave where the lean kernel does not take it (small_transpose(): pixels of a few channels
+// leave lean's tiles less than half full). Its blocks shrink towards one warp on small grids
+// (cuda/interleave.cuh, interleave_threads). Measured on the H100 over the small-work tuning
+// grid (`bench/tune.py --retime ...-tune-small.json.gz --remeasure interleave --beside aten`:
+// each shape's interleave and ATen's copy timed beside one clone), interleave against ATen's
+// copy (geomean of speed ratios): the 26 shapes of this rule 1.12 x (1-byte elements 1.08 x over
+// 8, 2-byte 1.14 x over 18), none more than 5% slower (the slowest 0.995 x). Left with ATen's
+// copy: 4-byte elements (9 shapes, 1.04 x; but the sweep's (5, 29882) float32 step view ran
+// 0.89 x), 8-byte (18, 0.98 x, 6 more than 5% slower), broadcast inputs (6, 1.00 x; 1-byte ones
+// 0.78 x and 0.86 x), realigned uint8 (5, 0.93 x) and one element per access (36, 0.97 x, 18
+// more than 5% slower). Then on two grids of random shapes (bench/interleave_small.py, seeds 1
+// and 2: images and image batches HWC <-> CHW, (N, C) <-> (C, N), 2-8 channels, 2^10-2^20
+// elements; the pick, ATen's copy and eager each timed by do_bench, the best of three rounds, in
+// one run), the rule's picks ran 1.12 x ATen's copy over 77 and 75 shapes (uint8 1.10 x,
+// bfloat16 1.13 x, float16 1.13 x); the 4 more than 5% slower (0.80-0.94 x) all packed 8 uint8
+// planes into pixels, and none such ran faster: those stay with ATen's copy.
+std::optional<Choice> small_interleave(Plan const& plan, Device const& device) {
+  if (plan.element_size > 2 || broadcast_input(plan)) return std::nullopt;
+  auto c = force(plan, Kernel::Interleave, device, nullptr);
+  if (!c || !interleave_runs_aligned_vectors(*c->problem, c->width, c->pack)) return std::nullopt;
+  return plan.element_size == 1 && c->pack && c->channels == 8 ? std::nullopt : c;
+}
+
 // Small work on the transpose route runs the lean kernel (cuda/lean_transpose.cu) where its loads
 // move 16-byte vectors, its tiles are at least half full (kLeanFill) and the input has no
 // broadcast dim. Measured on the H100 over the small-work tuning grid's 1631 transposes
@@ -2254,6 +2279,7 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
   if (small_work(plan)) {  // before classify(): the host time is what small work sees
     std::optional<Choice> c = small_rows(plan, device);
     if (!c) c = small_transpose(plan, device);
+    if (!c) c = small_interleave(plan, device);
     if (!c) c = force(plan, Kernel::Aten, device, nullptr);
     if (explain) {
       c->key = class_key(plan);
@@ -2261,6 +2287,7 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
                   (c->kernel == Kernel::Rows   ? "rows in vectors wider than the element: run rows"
                    : c->kernel == Kernel::Lean ? (c->width == 16 ? "a transpose loaded in 16-byte vectors, lean tiles at least half full: run lean"
                                                                  : "a transpose of 2^17 elements or more loaded an element of 2 bytes or more at a time, lean tiles at least half full: run lean")
+                   : c->kernel == Kernel::Interleave ? "1- or 2-byte pixels interleaved or split in aligned 16-byte vectors, no broadcast: run interleave"
                                                : "run ATen's copy");
     }
     return *c;

@@ -15,7 +15,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import cases, harness, summary, sweep_cases, tile_shapes, tune_grid, tune_table  # noqa: E402
+from bench import cases, harness, interleave_small, summary, sweep_cases, tile_shapes, tune_grid, tune_table  # noqa: E402
 from bench.cases import Cell, View  # noqa: E402
 from bench.harness import OpSpec, Result, make_input, run_cell, same_bits, slabs  # noqa: E402
 
@@ -1078,6 +1078,27 @@ def test_tile_shapes_small_grid_and_its_summary():
     assert f"on the 1 where it runs a kernel of ours 2.000 x (worst 2.00 x)" in text
     assert tile_shapes.chosen({"cuda": {"kernel": "tile", "config": "64x64 small tile, 64 threads"}}) == "small"
     assert tile_shapes.chosen({"kernel": "aten", "config": "torch's own strided copy"}) == "aten"
+
+
+def test_interleave_small_grid_and_its_summary():
+    grid = interleave_small.grid(1)
+    assert grid == interleave_small.grid(1) and grid != interleave_small.grid(2)  # seeded
+    vector = [interleave_small.vector_interleave(torch.empty(s, dtype=t), d) for s, d, t in grid]
+    assert all(2 ** 10 <= math.prod(s) < 2 ** 20 for s, _, _ in grid)
+    assert sum(vector) >= 0.6 * len(grid) and not all(vector)  # mostly interleave's vector mode, some others
+    assert not interleave_small.vector_interleave(torch.empty(30001, 6, dtype=torch.bfloat16), (1, 0))  # off the grid
+    assert interleave_small.vector_interleave(torch.empty(224, 224, 3, dtype=torch.uint8), (2, 0, 1))
+    # made-up times: interleave picked on two uint8 shapes, one at half ATen's copy's speed
+    rows = [{"shape": [224, 224, 3], "dims": [2, 0, 1], "dtype": "uint8", "chosen": "interleave",
+             "us": {"clone": 4.0, "eager": 6.0, "ours": 4.0, "aten": 6.0, "interleave": 4.0}},
+            {"shape": [3, 224, 224], "dims": [1, 2, 0], "dtype": "uint8", "chosen": "interleave",
+             "us": {"clone": 4.0, "eager": 6.0, "ours": 12.0, "aten": 6.0, "interleave": 12.0}},
+            {"shape": [224, 224, 3], "dims": [2, 0, 1], "dtype": "float32", "chosen": "aten",
+             "us": {"clone": 4.0, "eager": 6.0, "ours": 6.0, "aten": 6.0}}]
+    text = interleave_small.summary(rows)
+    assert text.startswith("3 shapes, 2 run interleave by the chooser.")
+    assert "| uint8 | 2 | 0.866 | 1 | 0.500 | 0.866 |" in text and "| every | 2 | 0.866 | 1 | 0.500 | 0.866 |" in text  # (1.5 x 0.5) ** 0.5
+    assert "float32" not in text
 
 
 def test_the_layouts_grid_draws_copies_of_every_family_within_its_bounds():

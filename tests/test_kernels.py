@@ -1462,6 +1462,28 @@ def test_interleave_element_mode_writes_every_pixel_once(dtype, channels, stride
     assert_bits_equal(out, reference(x, (0, 2, 1)))
 
 
+# The interleave kernel's blocks (all three modes) shrink from 256 threads towards one warp
+# while its grid would have fewer than two blocks an SM: one matrix of 1040 to 2000000 pixels
+# lands on each block size on a 132-SM GPU, in 16-byte vectors (pixel counts that keep the
+# planes on the 16-byte grid), realigned (uint8 planes off it) and one element per access, both
+# ways. A pixel that two blocks wrote, or that none did, fails the compare against the poisoned
+# output.
+@needs_cuda
+@pytest.mark.parametrize("dtype, channels, odd", [(torch.uint8, 3, False), (torch.uint8, 3, True),
+                                                 (torch.float32, 4, False), (torch.float32, 5, True),
+                                                 (torch.bfloat16, 7, True)], ids=lambda v: str(v))
+@pytest.mark.parametrize("pixels", [1040, 30000, 500000, 800000, 2000000])
+@pytest.mark.parametrize("pack", [True, False], ids=["pack", "unpack"])
+def test_interleave_blocks_shrink_on_small_grids(dtype, channels, odd, pixels, pack):
+    pixels += odd
+    shape, out_shape = ((channels, pixels), (pixels, channels)) if pack else ((pixels, channels), (channels, pixels))
+    x = random_tensor(shape, dtype, "cuda")
+    mode = ELEMENTS if odd and dtype != torch.uint8 else REALIGNED if odd else VECTORS
+    assert mode in cute_transpose.explain(x, (1, 0), kernel="interleave")["config"]
+    out = run_poisoned(lambda t: torch.ops.cute_transpose._permute_with(t, [1, 0], "interleave"), x, out_shape)
+    assert_bits_equal(out, reference(x, (1, 0)))
+
+
 # The realign kernel: transposes whose rows lie off the 16-byte grid on the input's side, the
 # output's, or both; sides that end inside a vector and inside a tile (the first and last vector
 # of each output row are stored element by element); batches; storage 0-15 elements into its
@@ -2002,6 +2024,40 @@ def test_small_work_runs_lean_where_its_tiles_are_half_full_and_its_loads_vector
         x = x[tuple(slice(0, 1) if make().stride(d) == 0 else slice(None) for d in range(x.dim()))].expand(shape)
         out = run_poisoned(lambda t: cute_transpose.permute(t, dims), x, [shape[d] for d in dims])
         assert_bits_equal(out, reference(x, dims))
+
+
+@pytest.mark.parametrize("make, dims, kernel", [
+    (lambda: torch.empty(224, 224, 3, dtype=torch.uint8), (2, 0, 1), "interleave"),       # an image, HWC -> CHW
+    (lambda: torch.empty(3, 224, 224, dtype=torch.uint8), (1, 2, 0), "interleave"),       # CHW -> HWC
+    (lambda: torch.empty(4, 64, 64, 4, dtype=torch.uint8), (0, 3, 1, 2), "interleave"),   # a batch
+    (lambda: torch.empty(30000, 6, dtype=torch.bfloat16), (1, 0), "interleave"),          # planes of 30000: 16-byte grid
+    (lambda: torch.empty(6, 30000, dtype=torch.float16), (1, 0), "interleave"),
+    (lambda: torch.empty(30001, 6, dtype=torch.bfloat16), (1, 0), "aten"),                # planes off the 16-byte grid
+    (lambda: torch.empty(224, 224, 3), (2, 0, 1), "aten"),                                # 4-byte elements
+    (lambda: torch.empty(224 * 224 * 3 + 1, dtype=torch.uint8)[1:].view(224, 224, 3), (2, 0, 1), "aten"),  # realigned
+    (lambda: torch.empty(224, 1, 3, dtype=torch.uint8).expand(224, 224, 3), (2, 0, 1), "aten"),          # broadcast
+    (lambda: torch.empty(8, 3488, dtype=torch.uint8), (1, 0), "aten"),                    # 8 uint8 planes packed
+    (lambda: torch.empty(3488, 8, dtype=torch.uint8), (1, 0), "interleave"),              # and unpacked
+])
+def test_small_work_runs_interleave_where_it_moves_1_or_2_byte_pixels_in_aligned_vectors(make, dims, kernel):
+    info = cute_transpose.explain(make(), dims)["cuda"]
+    assert info["class"].endswith(".s") and info["reason"].startswith("small work: "), info
+    assert info["kernel"] == kernel, info
+    assert ("run interleave" in info["reason"]) == (kernel == "interleave"), info
+    assert (info["config"].endswith("16-byte vectors")) == (kernel == "interleave"), info
+    for arch in (0, 80):  # GPUs without a table: the same rule (it comes before the table)
+        other = json.loads(torch.ops.cute_transpose._explain(make(), list(dims), arch, ""))
+        assert (other["kernel"], other["config"]) == (info["kernel"], info["config"])
+    if torch.cuda.is_available():  # and what runs there is bit-exact, every element written
+        x = make()
+        y = random_tensor(x.shape, x.dtype, "cuda")
+        if x.storage_offset():  # the same offset view of fresh data
+            y = random_tensor((x.numel() + x.storage_offset(),), x.dtype, "cuda")[x.storage_offset():].view(x.shape)
+        y = y[tuple(slice(0, 1) if x.stride(d) == 0 else slice(None) for d in range(x.dim()))].expand(x.shape)
+        if kernel == "interleave":  # the GPU's own pick too
+            assert cute_transpose.explain(y, dims)["kernel"] == "interleave"
+        out = run_poisoned(lambda t: cute_transpose.permute(t, dims), y, [x.shape[d] for d in dims])
+        assert_bits_equal(out, reference(y, dims))
 
 
 @pytest.mark.parametrize("make, dims, kernel", [

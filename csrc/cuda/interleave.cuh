@@ -37,8 +37,9 @@ namespace interleave_detail {
 
 constexpr int kThreads = 256;
 
-// Vector and element modes: block t of a matrix takes pixels [t * kThreads * J, (t + 1) * kThreads
-// * J), each warp 32 * J of them, each lane (vector mode) J.
+// Vector and element modes: block t of a matrix takes pixels [t * T * J, (t + 1) * T * J), T its
+// threads (blockDim.x, kThreads or fewer: interleave_threads), each warp 32 * J of them, each
+// lane (vector mode) J.
 // kVectorLoads: element mode reads its dense run in aligned vectors (stage_run_vectors).
 template <class T, int C, bool kPack, bool kVector, Gaps G, bool kVectorLoads = false>
 __global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks_per_matrix, int planes,
@@ -60,7 +61,7 @@ __global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks
   int64_t const blocks = p.batch.count * blocks_per_matrix;
   for (int64_t t = blockIdx.x; t < blocks; t += gridDim.x) {
     Offsets const at = p.batch(t / blocks_per_matrix);
-    int64_t const x0 = ((t % blocks_per_matrix) * kThreads + threadIdx.x) * K;  // this lane's first pixel
+    int64_t const x0 = ((t % blocks_per_matrix) * blockDim.x + threadIdx.x) * K;  // this lane's first pixel
     if constexpr (kVector)
       move_vectors<T, C, kPack>(src + at.in, dst + at.out, plane_stride, pixels, x0, lane, stage, p.keep_inputs);
     else
@@ -69,18 +70,19 @@ __global__ void __launch_bounds__(kThreads) interleave(Problem p, int64_t blocks
   }
 }
 
-// Realigned mode: warp w of the grid takes step w % steps of matrix w / steps.
+// Realigned mode: warp w of the grid takes step w % steps of matrix w / steps (blocks of
+// kThreads or fewer: interleave_threads).
 template <int C, bool kPack>
 __global__ void __launch_bounds__(kThreads) realigned(Problem p, unsigned char const* src_end) {
   constexpr int kWarps = kThreads / 32, kStaged = kPack ? kPackStaged<C> : kUnpackStaged<C>;
   __shared__ Vec stages[kWarps * kStaged];
-  int const lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int const lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;  // warps <= kWarps
   int64_t const pixels = kPack ? p.cols : p.rows, steps = (pixels + kRealignedStep - 1) / kRealignedStep;
   int64_t const plane_stride = kPack ? p.row_stride : p.out_col_stride;
   auto const* src = static_cast<unsigned char const*>(p.src);
   auto* dst = static_cast<unsigned char*>(p.dst);
   Vec* const stage = stages + warp * kStaged;
-  for (int64_t w = int64_t(blockIdx.x) * kWarps + warp; w < p.batch.count * steps; w += int64_t(gridDim.x) * kWarps) {
+  for (int64_t w = int64_t(blockIdx.x) * warps + warp; w < p.batch.count * steps; w += int64_t(gridDim.x) * warps) {
     Offsets const at = p.batch(w / steps);
     int64_t const x0 = (w % steps) * kRealignedStep;
     if constexpr (kPack) pack_realigned<C>(src + at.in, dst + at.out, plane_stride, pixels, x0, src_end, lane, stage);
@@ -88,20 +90,38 @@ __global__ void __launch_bounds__(kThreads) realigned(Problem p, unsigned char c
   }
 }
 
+// Threads a block: kThreads, halved (down to a warp) while the grid would have fewer than two
+// blocks an SM, so that small work spreads over the GPU's SMs rather than queueing on a few of
+// them: (50497, 5) float32 unpacked one element per access makes 50 blocks of 256 threads, 198
+// of 64. A warp's work is the same at any block size. On the H100, over the small-work tuning
+// grid's 101 shapes that interleave runs (2^15-2^20 elements; shrunk blocks and blocks of 256
+// threads each timed beside one clone, in one run), shrunk blocks ran 1.19 x as fast in vector
+// mode (60 shapes), 1.07 x one element per access (36) and 1.06 x realigned (5); over the main
+// grids' 420 (2^20 elements and up, where grids rarely fall under two blocks an SM), 0.995-1.0 x.
+inline int interleave_threads(int64_t lanes_per_matrix, int64_t matrices) {
+  int64_t const enough = 2 * int64_t(sm_count());
+  int threads = kThreads;
+  while (threads > 32 && matrices * ((lanes_per_matrix + threads - 1) / threads) < enough) threads /= 2;
+  return threads;
+}
+
 template <class T, int C, bool kPack, bool kVector>
 cudaError_t launch_with(Problem const& p, int planes, cudaStream_t stream) {
   constexpr int K = pixels_per_lane<T, C, kVector>();
   int64_t const pixels = kPack ? p.cols : p.rows;
-  int64_t const per_matrix = ((pixels + K - 1) / K + kThreads - 1) / kThreads;
+  int64_t const lanes = (pixels + K - 1) / K;  // a matrix's lanes
+  int const threads = interleave_threads(lanes, p.batch.count);
+  int64_t const per_matrix = (lanes + threads - 1) / threads;
   int64_t const blocks = p.batch.count * per_matrix;
   auto kernel = interleave<T, C, kPack, kVector, Gaps::None>;
   // Vector mode has no gaps (the chooser checked); uint8 planes off the 16-byte grid realign
   // (the chooser gives wider elements one element per access there: choose.cpp, interleave_width).
   if constexpr (kVector && sizeof(T) == 1) {
     if (!interleave_vectors_aligned(p, kPack)) {
-      int64_t const warps = p.batch.count * ((pixels + kRealignedStep - 1) / kRealignedStep);
-      int64_t const grid = (warps + kThreads / 32 - 1) / (kThreads / 32);
-      realigned<C, kPack><<<unsigned(grid < INT_MAX ? grid : INT_MAX), kThreads, 0, stream>>>(p, input_end(p));
+      int64_t const steps = (pixels + kRealignedStep - 1) / kRealignedStep;  // a matrix's warps
+      int const realigned_threads = interleave_threads(32 * steps, p.batch.count);
+      int64_t const grid = (p.batch.count * steps + realigned_threads / 32 - 1) / (realigned_threads / 32);
+      realigned<C, kPack><<<unsigned(grid < INT_MAX ? grid : INT_MAX), realigned_threads, 0, stream>>>(p, input_end(p));
       return cudaGetLastError();
     }
   } else if constexpr (!kVector) {
@@ -112,7 +132,7 @@ cudaError_t launch_with(Problem const& p, int planes, cudaStream_t stream) {
       else if (!skips) kernel = interleave<T, C, kPack, false, Gaps::None, kStagesVectors<T, Gaps::None>>;
     }
   }
-  kernel<<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), kThreads, 0, stream>>>(p, per_matrix, planes, input_end(p));
+  kernel<<<unsigned(blocks < INT_MAX ? blocks : INT_MAX), threads, 0, stream>>>(p, per_matrix, planes, input_end(p));
   return cudaGetLastError();
 }
 
