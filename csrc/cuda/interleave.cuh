@@ -95,9 +95,10 @@ __global__ void __launch_bounds__(kThreads) realigned(Problem p, unsigned char c
 // them: (50497, 5) float32 unpacked one element per access makes 50 blocks of 256 threads, 198
 // of 64. A warp's work is the same at any block size. On the H100, over the small-work tuning
 // grid's 101 shapes that interleave runs (2^15-2^20 elements; shrunk blocks and blocks of 256
-// threads each timed beside one clone, in one run), shrunk blocks ran 1.19 x as fast in vector
-// mode (60 shapes), 1.07 x one element per access (36) and 1.06 x realigned (5); over the main
-// grids' 420 (2^20 elements and up, where grids rarely fall under two blocks an SM), 0.995-1.0 x.
+// threads each timed beside one clone, in two runs back to back), shrunk blocks ran 1.19 x as
+// fast in vector mode (60 shapes), 1.07 x one element per access (36) and 1.06 x realigned (5);
+// over the main grids' 420 (2^20 elements and up, where grids rarely fall under two blocks an
+// SM), 0.995-1.0 x.
 inline int interleave_threads(int64_t lanes_per_matrix, int64_t matrices) {
   int64_t const enough = 2 * int64_t(sm_count());
   int threads = kThreads;
