@@ -1993,6 +1993,26 @@ def test_small_work_runs_rows_where_its_vectors_are_wider_than_the_element(make,
         assert json.loads(torch.ops.cute_transpose._explain(make(), list(dims), arch, ""))["kernel"] == kernel
 
 
+def assert_small_work_pick(make, dims, kernel, rule):
+    """make() permuted by dims is small work that runs `kernel`, its reason naming `rule`'s kernel
+    exactly where it is that kernel, and GPUs without a table pick the same (the small-work rules
+    come before the table). Returns explain()'s account (for arch 90)."""
+    info = cute_transpose.explain(make(), dims)["cuda"]
+    assert info["class"].endswith(".s") and info["reason"].startswith("small work: "), info
+    assert info["kernel"] == kernel, info
+    assert (f"run {rule}" in info["reason"]) == (kernel == rule), info
+    for arch in (0, 80):
+        other = json.loads(torch.ops.cute_transpose._explain(make(), list(dims), arch, ""))
+        assert (other["kernel"], other["config"]) == (info["kernel"], info["config"])
+    return info
+
+
+def fresh_cuda_like(x):
+    """Fresh random data on the GPU in x's view: its shape, storage offset and broadcast dims."""
+    base = random_tensor((x.storage_offset() + x.numel(),), x.dtype, "cuda")[x.storage_offset():].view(x.shape)
+    return base[tuple(slice(0, 1) if x.stride(d) == 0 else slice(None) for d in range(x.dim()))].expand(x.shape)
+
+
 @pytest.mark.parametrize("make, dims, kernel", [
     (lambda: torch.empty(8, 12, 128, 64, dtype=torch.bfloat16), (0, 1, 3, 2), "lean"),  # attention keys transposed
     (lambda: torch.empty(1, 256, 256, dtype=torch.bfloat16), (0, 2, 1), "lean"),        # 2^16 elements
@@ -2011,18 +2031,10 @@ def test_small_work_runs_rows_where_its_vectors_are_wider_than_the_element(make,
 ])
 def test_small_work_runs_lean_where_its_tiles_are_half_full_and_its_loads_vectors_or_wide_elements(make, dims, kernel):
     # wide elements: loads of one element of 2 bytes or more, from 2^17 elements
-    info = cute_transpose.explain(make(), dims)["cuda"]
-    assert info["class"].endswith(".s") and info["reason"].startswith("small work: "), info
-    assert info["kernel"] == kernel, info
-    assert ("run lean" in info["reason"]) == (kernel == "lean"), info
-    for arch in (0, 80):  # GPUs without a table: the same rule (it comes before the table)
-        other = json.loads(torch.ops.cute_transpose._explain(make(), list(dims), arch, ""))
-        assert (other["kernel"], other["config"]) == (info["kernel"], info["config"])
+    assert_small_work_pick(make, dims, kernel, "lean")
     if torch.cuda.is_available():  # and what runs there is bit-exact, every element written
-        shape = make().shape
-        x = random_tensor(shape, make().dtype, "cuda")
-        x = x[tuple(slice(0, 1) if make().stride(d) == 0 else slice(None) for d in range(x.dim()))].expand(shape)
-        out = run_poisoned(lambda t: cute_transpose.permute(t, dims), x, [shape[d] for d in dims])
+        x = fresh_cuda_like(make())
+        out = run_poisoned(lambda t: cute_transpose.permute(t, dims), x, [x.shape[d] for d in dims])
         assert_bits_equal(out, reference(x, dims))
 
 
@@ -2040,24 +2052,14 @@ def test_small_work_runs_lean_where_its_tiles_are_half_full_and_its_loads_vector
     (lambda: torch.empty(3488, 8, dtype=torch.uint8), (1, 0), "interleave"),              # and unpacked
 ])
 def test_small_work_runs_interleave_where_it_moves_1_or_2_byte_pixels_in_aligned_vectors(make, dims, kernel):
-    info = cute_transpose.explain(make(), dims)["cuda"]
-    assert info["class"].endswith(".s") and info["reason"].startswith("small work: "), info
-    assert info["kernel"] == kernel, info
-    assert ("run interleave" in info["reason"]) == (kernel == "interleave"), info
+    info = assert_small_work_pick(make, dims, kernel, "interleave")
     assert (info["config"].endswith("16-byte vectors")) == (kernel == "interleave"), info
-    for arch in (0, 80):  # GPUs without a table: the same rule (it comes before the table)
-        other = json.loads(torch.ops.cute_transpose._explain(make(), list(dims), arch, ""))
-        assert (other["kernel"], other["config"]) == (info["kernel"], info["config"])
     if torch.cuda.is_available():  # and what runs there is bit-exact, every element written
-        x = make()
-        y = random_tensor(x.shape, x.dtype, "cuda")
-        if x.storage_offset():  # the same offset view of fresh data
-            y = random_tensor((x.numel() + x.storage_offset(),), x.dtype, "cuda")[x.storage_offset():].view(x.shape)
-        y = y[tuple(slice(0, 1) if x.stride(d) == 0 else slice(None) for d in range(x.dim()))].expand(x.shape)
+        x = fresh_cuda_like(make())
         if kernel == "interleave":  # the GPU's own pick too
-            assert cute_transpose.explain(y, dims)["kernel"] == "interleave"
-        out = run_poisoned(lambda t: cute_transpose.permute(t, dims), y, [x.shape[d] for d in dims])
-        assert_bits_equal(out, reference(y, dims))
+            assert cute_transpose.explain(x, dims)["kernel"] == "interleave"
+        out = run_poisoned(lambda t: cute_transpose.permute(t, dims), x, [x.shape[d] for d in dims])
+        assert_bits_equal(out, reference(x, dims))
 
 
 @pytest.mark.parametrize("make, dims, kernel", [
