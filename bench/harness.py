@@ -148,6 +148,64 @@ def perf_counter_timer(warmup: int = 2, runs: int = 9) -> Timer:
     return time_ms
 
 
+def permute_ops(x: torch.Tensor, dims: Dims, kernels: Sequence[str]) -> dict[str, Callable[[], torch.Tensor]]:
+    """clone, eager, ours (the chooser's pick) and each of `kernels` forced by name, on x permuted
+    by dims (the grid scripts' ops)."""
+    dims = list(dims)
+    named = lambda name: lambda: torch.ops.cute_transpose._permute_with(x, dims, name)  # noqa: E731
+    ops = {"clone": lambda: x.clone(), "eager": lambda: x.permute(dims).contiguous(),
+           "ours": lambda: torch.ops.cute_transpose.permute(x, dims)}
+    return {**ops, **{name: named(name) for name in kernels}}
+
+
+def check_ops(ops: dict[str, Callable[[], torch.Tensor]], expected: torch.Tensor, may_refuse: Callable[[str], bool],
+              where: str) -> None:
+    """Every op but clone bit-exact against `expected`; one that cannot run the permute (a
+    RuntimeError) leaves `ops` where may_refuse(name) allows it. Stops the script on anything else."""
+    for name in [n for n in ops if n != "clone"]:
+        try:
+            ok = same_bits(ops[name](), expected)
+        except RuntimeError:
+            ok = may_refuse(name)
+            del ops[name]
+        if not ok:
+            raise SystemExit(f"{where}: {name} WRONG")
+
+
+def best_of_rounds(ops: dict[str, Callable[[], object]], timer: Timer, rounds: int = 3) -> dict[str, float]:
+    """Every op timed in turn, `rounds` times (in reverse order every other round): each op's
+    fastest time, in microseconds (a one-off stall of the machine costs a round, not the shape)."""
+    times: dict[str, list[float]] = {name: [] for name in ops}
+    for round_ in range(rounds):
+        for name in (list(ops) if round_ % 2 == 0 else list(ops)[::-1]):
+            times[name].append(timer(ops[name]))
+    return {name: round(min(t) * 1e3, 3) for name, t in times.items()}
+
+
+def grid_script_main(argv: Optional[Sequence[str]], doc: str, seed: int, grid_lines: Callable[[int], list[str]],
+                     measure: Callable[[int, float], list[dict]], summary: Callable[[list[dict]], str]) -> int:
+    """The command line of a script that times a seeded grid of random shapes
+    (bench/interleave_small.py, bench/lanes_small.py): --seed, --budget (seconds of timing) and
+    --out (the rows as JSON); the summary last. Without a GPU it lists the grid's first shapes."""
+    import argparse
+    import json
+
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=seed)
+    parser.add_argument("--budget", type=float, default=120.0, help="seconds of timing, at most")
+    parser.add_argument("--out", type=Path, help="write the rows as JSON")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("This script times CUDA kernels; this machine has no GPU. The grid it would time:")
+        print("\n".join("  " + line for line in grid_lines(args.seed)[:10]))
+        return 0
+    rows = measure(args.seed, args.budget)
+    if args.out:
+        args.out.write_text(json.dumps(rows, indent=1))
+    print(summary(rows))
+    return 0
+
+
 def synchronize(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)

@@ -15,8 +15,6 @@ the chooser gives interleave, its speed against ATen's copy and against eager.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import random
 import sys
@@ -29,11 +27,11 @@ if __package__ in (None, ""):
 
 import torch
 
-from bench.harness import Progress, do_bench_timer, ext, random_input, same_bits
+from bench.harness import (Progress, best_of_rounds, check_ops, do_bench_timer, ext, grid_script_main, permute_ops,
+                           random_input)
 from bench.summary import geomean
 
 DTYPES = (torch.uint8, torch.uint8, torch.bfloat16, torch.float16, torch.float32)
-OPS = ("clone", "eager", "ours", "aten", "interleave")
 
 
 def vector_interleave(x: torch.Tensor, dims: Sequence[int]) -> bool:
@@ -84,23 +82,10 @@ def measure(seed: int, budget_s: float) -> list[dict]:
         progress.start(f"{shape} {dims} {dtype}")
         x = random_input(shape, dtype, device)
         expected = x.permute(dims)
-        named = lambda name: torch.ops.cute_transpose._permute_with(x, list(dims), name)  # noqa: E731
-        ops = {"clone": lambda: x.clone(), "eager": lambda: x.permute(dims).contiguous(),
-               "ours": lambda: torch.ops.cute_transpose.permute(x, list(dims)),
-               "aten": lambda: named("aten"), "interleave": lambda: named("interleave")}
-        for name in OPS[1:]:
-            try:
-                ok = same_bits(ops[name](), expected)
-            except RuntimeError:  # interleave cannot run it
-                ok = name == "interleave" and not vector_interleave(x, dims)
-                del ops[name]
-            if not ok:
-                raise SystemExit(f"interleave_small.py: {name} WRONG on {shape} {dims} {dtype}")
-        times = {name: [] for name in ops}
-        for round_ in range(3):
-            for name in (list(ops) if round_ % 2 == 0 else list(ops)[::-1]):
-                times[name].append(timer(ops[name]))
-        us = {name: round(min(t) * 1e3, 3) for name, t in times.items()}
+        ops = permute_ops(x, dims, ("aten", "interleave"))
+        check_ops(ops, expected, lambda name: name == "interleave" and not vector_interleave(x, dims),  # cannot run it
+                  f"interleave_small.py, {shape} {dims} {dtype}")
+        us = best_of_rounds(ops, timer)
         rows.append({"shape": list(shape), "dims": list(dims), "dtype": str(dtype).removeprefix("torch."),
                      "chosen": cute_transpose.explain(x, list(dims))["kernel"], "us": us})
         del x, expected
@@ -124,22 +109,13 @@ def summary(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
+def grid_lines(seed: int) -> list[str]:
+    """The grid's shapes in words."""
+    return [f"{shape} permuted {dims}, {str(dtype).removeprefix('torch.')}" for shape, dims, dtype in grid(seed)]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--seed", type=int, default=3)
-    parser.add_argument("--budget", type=float, default=120.0, help="seconds of timing, at most")
-    parser.add_argument("--out", type=Path, help="write the rows as JSON")
-    args = parser.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("interleave_small.py times CUDA kernels; this machine has no GPU. The grid it would time:")
-        for shape, dims, dtype in grid(args.seed)[:10]:
-            print(f"  {shape} permuted {dims}, {str(dtype).removeprefix('torch.')}")
-        return 0
-    rows = measure(args.seed, args.budget)
-    if args.out:
-        args.out.write_text(json.dumps(rows, indent=1))
-    print(summary(rows))
-    return 0
+    return grid_script_main(argv, __doc__, 3, grid_lines, measure, summary)
 
 
 if __name__ == "__main__":

@@ -600,6 +600,22 @@ std::optional<Choice> small_interleave(Plan const& plan, Device const& device) {
   return plan.element_size == 1 && c->pack && c->channels == 8 ? std::nullopt : c;
 }
 
+// Small transposes of two dims (after merging) that the rows, lean and interleave rules leave to
+// ATen's copy run the lanes kernel instead: ATen's copy's own access pattern (lanes on consecutive
+// output elements, one element per access), with each thread's loads issued before its stores
+// and the index split by a 32-bit fast divider. Measured on the H100 (docs/PERFORMANCE.md, "Small
+// work in lanes"): on a grid of random shapes (bench/lanes_small.py, seed 5: 2^8-2^20 elements of
+// 1-8 bytes, short sides of 2-8 and longer ones, contiguous, offset, stepped and broadcast inputs;
+// each timed by do_bench beside ATen's copy, the best of three rounds) the 167 2-D ones ran
+// 1.10 x ATen's copy (geomean), 6 of them more than 5% slower (the slowest 0.93 x); the sweep's
+// 22 such cells ran 1.04 x eager in the same run. Plans of three or more dims stay with ATen's
+// copy: with this rule run on them too, the sweep's 26 such cells fell from 24 to 11 within 0.01
+// of eager (four dims: 0.93 x eager). 16-byte elements and the copy route were not measured.
+std::optional<Choice> small_lanes(Plan const& plan, Device const& device) {
+  if (plan.copy_route() || plan.rank != 2 || plan.element_size > 8) return std::nullopt;
+  return force(plan, Kernel::Lanes, device, nullptr);
+}
+
 // Small work on the transpose route runs the lean kernel (cuda/lean_transpose.cu) where its loads
 // move 16-byte vectors, its tiles are at least half full (kLeanFill) and the input has no
 // broadcast dim. Measured on the H100 over the small-work tuning grid's 1631 transposes
@@ -1174,6 +1190,11 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (!contiguous_rows_output(*c.problem)) return *why = "the output is not contiguous rows", std::nullopt;
       if (!aligned(c.problem->dst, 16)) return *why = "the output does not start on a 16-byte boundary", std::nullopt;
       c.width = 16;
+      return c;
+    }
+    case Kernel::Lanes: {
+      if (!(c.problem = output_rows_problem(plan))) return *why = "more than 8 dims", std::nullopt;
+      if (!contiguous_rows_output(*c.problem)) return *why = "the output is not contiguous rows", std::nullopt;
       return c;
     }
     case Kernel::Fill: {
@@ -2280,6 +2301,7 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
     std::optional<Choice> c = small_rows(plan, device);
     if (!c) c = small_transpose(plan, device);
     if (!c) c = small_interleave(plan, device);
+    if (!c) c = small_lanes(plan, device);
     if (!c) c = force(plan, Kernel::Aten, device, nullptr);
     if (explain) {
       c->key = class_key(plan);
@@ -2288,7 +2310,8 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
                    : c->kernel == Kernel::Lean ? (c->width == 16 ? "a transpose loaded in 16-byte vectors, lean tiles at least half full: run lean"
                                                                  : "a transpose of 2^17 elements or more loaded an element of 2 bytes or more at a time, lean tiles at least half full: run lean")
                    : c->kernel == Kernel::Interleave ? "1- or 2-byte pixels interleaved or split in aligned 16-byte vectors, no broadcast: run interleave"
-                                               : "run ATen's copy");
+                   : c->kernel == Kernel::Lanes ? "a transpose of two dims, of elements of up to 8 bytes: run lanes"
+                                                : "run ATen's copy");
     }
     return *c;
   }

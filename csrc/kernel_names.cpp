@@ -8,7 +8,7 @@
 namespace cute_transpose {
 
 std::vector<std::string> const& candidate_names() {
-  static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather", "lean", "words", "fill", "padded", "aten"};
+  static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather", "lean", "words", "fill", "lanes", "padded", "aten"};
   return names;
 }
 
@@ -27,6 +27,7 @@ char const* kernel_name(Kernel k) {
     case Kernel::Lean: return "lean";
     case Kernel::Words: return "words";
     case Kernel::Fill: return "fill";
+    case Kernel::Lanes: return "lanes";
     case Kernel::NaiveCoalescedRead: return "naive_coalesced_read";
     case Kernel::NaiveCoalescedWrite: return "naive_coalesced_write";
     case Kernel::BankConflictRead: return "bank_conflict_read";
@@ -169,6 +170,7 @@ std::string Choice::config() const {
       o << "16-byte stores, each output row's one input element loaded once per "
         << (lanes ? "lane, by the lanes whose vectors it reaches" : "warp");
       break;
+    case Kernel::Lanes: o << "one element per access, lanes on consecutive output elements, two loads a thread before its stores"; break;
     case Kernel::Aten: o << "torch's own strided copy"; break;
     default: break;
   }

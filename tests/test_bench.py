@@ -15,7 +15,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import cases, harness, interleave_small, summary, sweep_cases, tile_shapes, tune_grid, tune_table  # noqa: E402
+from bench import cases, harness, interleave_small, lanes_small, summary, sweep_cases, tile_shapes, tune_grid, tune_table  # noqa: E402
 from bench.cases import Cell, View  # noqa: E402
 from bench.harness import OpSpec, Result, make_input, run_cell, same_bits, slabs  # noqa: E402
 
@@ -1099,6 +1099,27 @@ def test_interleave_small_grid_and_its_summary():
     assert text.startswith("3 shapes, 2 run interleave by the chooser.")
     assert "| uint8 | 2 | 0.866 | 1 | 0.500 | 0.866 |" in text and "| every | 2 | 0.866 | 1 | 0.500 | 0.866 |" in text  # (1.5 x 0.5) ** 0.5
     assert "float32" not in text
+
+
+def test_lanes_small_grid_and_its_summary():
+    grid = lanes_small.grid(1, tries=200)
+    assert grid and grid == lanes_small.grid(1, tries=200) != lanes_small.grid(2, tries=200)  # seeded
+    for shape, dims, dtype, view in grid:  # small work the chooser gives lanes, in its view
+        assert 2 ** 8 <= math.prod(shape) < 2 ** 20 and lanes_small.chosen(shape, dims, dtype, view) == "lanes"
+        x = lanes_small.make_input(shape, dtype, view, "cpu")
+        assert x.shape == shape and (x.stride(0) == 0) == (view == "expand")
+    assert {view for *_, view in grid} == set(lanes_small.VIEWS)
+    # made-up times: lanes picked on two 2-D shapes, one at half ATen's copy's speed
+    rows = [{"shape": [5, 9000], "dims": [1, 0], "dtype": "uint8", "view": "offset", "chosen": "lanes",
+             "us": {"clone": 4.0, "eager": 6.0, "ours": 4.0, "aten": 6.0, "gather": 8.0}},
+            {"shape": [9000, 5], "dims": [1, 0], "dtype": "uint8", "view": "step", "chosen": "lanes",
+             "us": {"clone": 4.0, "eager": 6.0, "ours": 12.0, "aten": 6.0}},
+            {"shape": [9, 5, 47], "dims": [2, 0, 1], "dtype": "float32", "view": "contiguous", "chosen": "aten",
+             "us": {"clone": 4.0, "eager": 6.0, "ours": 6.0, "aten": 6.0, "gather": 6.0}}]
+    text = lanes_small.summary(rows)
+    assert text.startswith("3 shapes, 2 run lanes by the chooser.")
+    assert "| 2-D | 2 | 0.866 | 1 | 0.500 | 0.866 | 2.000 |" in text  # (1.5 x 0.5) ** 0.5; gather timed once
+    assert "| 3-5 dims | 0 |" in text and "float32" not in text
 
 
 def test_the_layouts_grid_draws_copies_of_every_family_within_its_bounds():

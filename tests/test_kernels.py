@@ -505,7 +505,7 @@ def test_only_aten_runs_on_the_cpu():
 
 def test_kernel_names_are_the_candidates():
     assert set(KERNELS) == {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather",
-                            "lean", "words", "fill", "padded", "aten"}
+                            "lean", "words", "fill", "lanes", "padded", "aten"}
     assert set(cute_transpose.VARIANTS) == {"naive_coalesced_read", "naive_coalesced_write", "bank_conflict_read",
                                             "bank_conflict_write", "padded", "swizzled", "tma",
                                             "pipelined"}
@@ -1932,7 +1932,7 @@ def test_explain_names_the_shapes_own_class_and_the_table_entry_it_used(shape, d
     info = cute_transpose.explain(torch.empty(shape, dtype=dtype), dims)["cuda"]
     own = info["class"]
     if own.endswith(".s"):  # small work never reaches the table
-        assert info["kernel"] in ("aten", "rows", "tile") and info["reason"].startswith("small work: "), info
+        assert info["kernel"] in ("aten", "rows", "tile", "lanes") and info["reason"].startswith("small work: "), info
     elif own in keys:
         assert info["reason"].startswith(f"tuned for sm_90: class {own} ranks "), info
     elif info["reason"].startswith("tuned"):  # its family's entry
@@ -1969,10 +1969,12 @@ def test_class_key_marks_broadcast_inputs():
     ((4, 256, 1023), (0, 2, 1), True),
     ((2, 1024, 3, 256), (0, 3, 1, 2), False),
 ])
-def test_class_key_marks_small_work_which_runs_aten(shape, dims, small):
+def test_class_key_marks_small_work_which_the_small_work_rules_run(shape, dims, small):
     info = cute_transpose.explain(torch.empty(shape, dtype=torch.uint8), dims)["cuda"]
     assert info["class"].endswith(".s") == small, info
-    assert (info["kernel"] == "aten" and info["reason"].startswith("small work: ")) == small, info
+    assert info["reason"].startswith("small work: ") == small, info
+    if small:  # a 2-D transpose in lanes; three dims in ATen's copy
+        assert info["kernel"] == ("lanes" if len(shape) == 2 else "aten"), info
 
 
 @pytest.mark.parametrize("make, dims, kernel", [
@@ -1981,7 +1983,7 @@ def test_class_key_marks_small_work_which_runs_aten(shape, dims, small):
     (lambda: torch.empty(1, 128, 8, 63, dtype=torch.bfloat16), (0, 2, 1, 3), "aten"),  # 126-byte rows: one element
     (lambda: torch.empty(64, 8, 33), (1, 0, 2), "aten"),                               # float32 rows of 33: one element
     (lambda: torch.empty(64, 1, 64).expand(64, 8, 64), (1, 0, 2), "aten"),             # broadcast input
-    (lambda: torch.empty(256, 255), (1, 0), "aten"),                                   # a transpose (not lean: rows of 255)
+    (lambda: torch.empty(256, 255), (1, 0), "lanes"),                                  # a transpose (not lean: rows of 255)
 ])
 def test_small_work_runs_rows_where_its_vectors_are_wider_than_the_element(make, dims, kernel):
     # Under 2^20 elements ATen's copy runs, but the copy route in vectors wider than the element
@@ -2025,7 +2027,7 @@ def fresh_cuda_like(x):
     (lambda: torch.empty(8, 12, 128, 63, dtype=torch.bfloat16), (0, 1, 3, 2), "lean"),  # loads of one element, 2^19.6
     (lambda: torch.empty(500, 301), (1, 0), "lean"),                                    # float32 rows of 301, 2^17.2
     (lambda: torch.empty(2, 256, 255, dtype=torch.bfloat16), (0, 2, 1), "aten"),        # loads of one element, under 2^17
-    (lambda: torch.empty(768, 767, dtype=torch.uint8), (1, 0), "aten"),                 # loads of one byte
+    (lambda: torch.empty(768, 767, dtype=torch.uint8), (1, 0), "lanes"),                # loads of one byte: 2-D
     (lambda: torch.empty(8, 1, 128, 64, dtype=torch.bfloat16).expand(8, 12, 128, 64), (0, 1, 3, 2), "aten"),  # broadcast
     (lambda: torch.empty(2, 3, 4, 5, 32, 32)[..., :16], (1, 0, 3, 2, 5, 4), "aten"),    # 4 batch dims: lean cannot
 ])
@@ -2044,11 +2046,11 @@ def test_small_work_runs_lean_where_its_tiles_are_half_full_and_its_loads_vector
     (lambda: torch.empty(4, 64, 64, 4, dtype=torch.uint8), (0, 3, 1, 2), "interleave"),   # a batch
     (lambda: torch.empty(30000, 6, dtype=torch.bfloat16), (1, 0), "interleave"),          # planes of 30000: 16-byte grid
     (lambda: torch.empty(6, 30000, dtype=torch.float16), (1, 0), "interleave"),
-    (lambda: torch.empty(30001, 6, dtype=torch.bfloat16), (1, 0), "aten"),                # planes off the 16-byte grid
-    (lambda: torch.empty(224, 224, 3), (2, 0, 1), "aten"),                                # 4-byte elements
-    (lambda: torch.empty(224 * 224 * 3 + 1, dtype=torch.uint8)[1:].view(224, 224, 3), (2, 0, 1), "aten"),  # realigned
+    (lambda: torch.empty(30001, 6, dtype=torch.bfloat16), (1, 0), "lanes"),               # planes off the 16-byte grid
+    (lambda: torch.empty(224, 224, 3), (2, 0, 1), "lanes"),                               # 4-byte elements
+    (lambda: torch.empty(224 * 224 * 3 + 1, dtype=torch.uint8)[1:].view(224, 224, 3), (2, 0, 1), "lanes"),  # realigned
     (lambda: torch.empty(224, 1, 3, dtype=torch.uint8).expand(224, 224, 3), (2, 0, 1), "aten"),          # broadcast
-    (lambda: torch.empty(8, 3488, dtype=torch.uint8), (1, 0), "aten"),                    # 8 uint8 planes packed
+    (lambda: torch.empty(8, 3488, dtype=torch.uint8), (1, 0), "lanes"),                   # 8 uint8 planes packed
     (lambda: torch.empty(3488, 8, dtype=torch.uint8), (1, 0), "interleave"),              # and unpacked
 ])
 def test_small_work_runs_interleave_where_it_moves_1_or_2_byte_pixels_in_aligned_vectors(make, dims, kernel):
@@ -2058,6 +2060,30 @@ def test_small_work_runs_interleave_where_it_moves_1_or_2_byte_pixels_in_aligned
         x = fresh_cuda_like(make())
         if kernel == "interleave":  # the GPU's own pick too
             assert cute_transpose.explain(x, dims)["kernel"] == "interleave"
+        out = run_poisoned(lambda t: cute_transpose.permute(t, dims), x, [x.shape[d] for d in dims])
+        assert_bits_equal(out, reference(x, dims))
+
+
+@pytest.mark.parametrize("make, dims, kernel", [
+    (lambda: torch.empty(5, 11406, dtype=torch.uint8)[:, 1:], (1, 0), "lanes"),          # offset rows, a side of 5
+    (lambda: torch.empty(160723, 10)[:, ::2], (1, 0), "lanes"),                          # stepped float32
+    (lambda: torch.empty(1, 42799, dtype=torch.bfloat16).expand(3, 42799), (1, 0), "lanes"),  # broadcast, 2-D
+    (lambda: torch.empty(7, 5569, dtype=torch.float64), (1, 0), "lanes"),
+    (lambda: torch.empty(17, 37, 157, dtype=torch.uint8), (2, 0, 1), "lanes"),           # three dims that merge to two
+    (lambda: torch.empty(9, 5, 47, 17, 7), (0, 1, 4, 2, 3), "aten"),                     # three dims after merging
+    (lambda: torch.empty(1, 276, 1880, dtype=torch.int16).expand(2, 276, 1880), (0, 2, 1), "aten"),  # and a broadcast
+    (lambda: torch.empty(3000, 5, dtype=torch.complex128), (1, 0), "aten"),              # 16-byte elements
+    (lambda: torch.empty(64, 8, 33), (1, 0, 2), "aten"),                                 # the copy route
+])
+def test_small_work_runs_lanes_where_a_transpose_of_two_dims_runs_no_other_rule(make, dims, kernel):
+    # ATen's copy ran these; lanes is its pattern with the loads first and 32-bit fast division
+    # (csrc/choose.cpp, small_lanes): 2-D plans of elements up to 8 bytes.
+    info = assert_small_work_pick(make, dims, kernel, "lanes")
+    if kernel == "lanes":
+        assert len(info["dims"]) == 2 and info["config"].startswith("one element per access, lanes on"), info
+    if torch.cuda.is_available():  # and what runs there is bit-exact, every element written
+        x = fresh_cuda_like(make())
+        assert cute_transpose.explain(x, dims)["kernel"] == kernel  # the GPU's own pick too
         out = run_poisoned(lambda t: cute_transpose.permute(t, dims), x, [x.shape[d] for d in dims])
         assert_bits_equal(out, reference(x, dims))
 

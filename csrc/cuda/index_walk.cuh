@@ -1,6 +1,6 @@
 // Output order -> input offset, for the kernels that walk the (contiguous) output in order
-// (strided_copy.cu, gather.cu). The dims are listed innermost first, each with its size and its
-// input stride (in the kernel's own units: vectors or elements). An index splits into
+// (strided_copy.cu, gather.cu, lanes.cu). The dims are listed innermost first, each with its size
+// and its input stride (in the kernel's own units: vectors or elements). An index splits into
 // coordinates by precomputed fast dividers -- cutlass::FastDivmod for Index = int (under
 // kIntWalkLimit indices), FastDivmodU64 for uint64_t --, and a walk can go on from there
 // one step at a time like an odometer, with no division.
@@ -51,6 +51,14 @@ struct IndexWalk {
   CUTE_DEVICE int64_t operator()(Index i) const {
     Index coord[kMaxRank];
     return start(i, coord);
+  }
+
+  // The input offset of index i for a walk of exactly two dims: one division, no loop (the
+  // lanes kernel's 2-D walks, lanes.cu).
+  CUTE_DEVICE int64_t offset_of_two(Index i) const {
+    Index inner;
+    Index const outer = divider[0].divmod(inner, i);
+    return int64_t(inner) * stride[0] + int64_t(outer) * stride[1];
   }
 
   // The next index in output order: the innermost coordinate moves on, carrying outward.

@@ -67,6 +67,10 @@ cudaError_t launch_gather(Problem const& p, int width, bool together, cudaStream
 // row's element loaded once by each warp that writes the row, or with `lanes` by each lane.
 cudaError_t launch_fill(Problem const& p, bool lanes, cudaStream_t stream);
 
+// Any permute, the output in order (lanes.cu): one element per access, lanes on consecutive
+// elements, each thread's loads before its stores.
+cudaError_t launch_lanes(Problem const& p, cudaStream_t stream);
+
 // One side of `channels` elements, interleaved (interleave.cuh): `pack` moves the planes (rows
 // of the Problem's m) into the interleaved output, or else the interleaved input (n) into planes,
 // in 16-byte vectors (width 16) or one element per access (width = the element size).
