@@ -28,30 +28,28 @@ if __package__ in (None, ""):
 
 import torch
 
-from bench.harness import (Progress, best_of_rounds, check_ops, do_bench_timer, ext, grid_script_main, permute_ops,
-                           random_input)
+from bench.cases import View, base_shape
+from bench.harness import (Progress, apply_view, best_of_rounds, check_ops, do_bench_timer, ext, grid_script_main,
+                           meta_input, permute_ops, random_input)
 from bench.summary import geomean
 
 DTYPES = (torch.uint8, torch.bfloat16, torch.float32, torch.float64)
-VIEWS = ("contiguous", "contiguous", "offset", "step", "expand")
+# The inputs' layouts: contiguous, or offset, stepped or broadcast along dim 0 (the grid draws
+# contiguous twice as often as each of the others).
+VIEWS = {"contiguous": View(), "offset": View("offset", 0, 1), "step": View("step", 0, 2), "expand": View("expand", 0, 0)}
 
 
-def make_input(shape: Sequence[int], dtype: torch.dtype, view: str, device, fill=random_input) -> torch.Tensor:
-    """A tensor of `shape` (random data, or `fill`'s): contiguous, or offset, stepped or broadcast
-    along dim 0."""
-    if view == "offset":
-        return fill((shape[0] + 1, *shape[1:]), dtype, device)[1:]
-    if view == "step":
-        return fill((2 * shape[0], *shape[1:]), dtype, device)[::2]
-    if view == "expand":
-        return fill((1, *shape[1:]), dtype, device).expand(*shape)
-    return fill(tuple(shape), dtype, device)
+
+def input_of(shape: Sequence[int], dtype: torch.dtype, view: str, device) -> torch.Tensor:
+    """Fresh random data of `shape`, laid out as VIEWS[view] says."""
+    base = random_input(base_shape(tuple(shape), VIEWS[view]), dtype, device)
+    return apply_view(base, tuple(shape), VIEWS[view])
 
 
 def chosen(shape, dims, dtype, view) -> str:
-    """The kernel the chooser picks for this cell on CUDA (explained from an empty CPU stand-in
-    with the same strides)."""
-    x = make_input(shape, dtype, view, "cpu", fill=lambda s, d, dev: torch.empty(s, dtype=d, device=dev))
+    """The kernel the chooser picks for this cell on CUDA (explained from a meta tensor with the
+    same strides)."""
+    x = meta_input(tuple(shape), str(dtype).removeprefix("torch."), VIEWS[view])
     info = ext().explain(x, list(dims))
     return info.get("cuda", info)["kernel"]
 
@@ -62,7 +60,7 @@ def grid(seed: int, tries: int = 600) -> list[tuple[tuple[int, ...], tuple[int, 
     cells = []
     for _ in range(tries):
         kind = rng.choice(["short", "short", "matrix", "dims"])
-        dtype, view = rng.choice(DTYPES), rng.choice(VIEWS)
+        dtype, view = rng.choice(DTYPES), rng.choice(("contiguous", *VIEWS))
         if kind == "short":
             C, N = rng.randint(2, 8), int(2 ** rng.uniform(7, 17.9))
             shape = (N, C) if rng.random() < 0.5 else (C, N)
@@ -89,7 +87,7 @@ def measure(seed: int, budget_s: float) -> list[dict]:
         if time.time() - start > budget_s:
             break
         progress.start(f"{shape} {dims} {dtype} {view}")
-        x = make_input(shape, dtype, view, device)
+        x = input_of(shape, dtype, view, device)
         expected = x.permute(dims)
         ops = permute_ops(x, dims, ("aten", "gather"))
         check_ops(ops, expected, lambda name: name == "gather",  # an output off the 16-byte grid

@@ -170,7 +170,9 @@ std::string Choice::config() const {
       o << "16-byte stores, each output row's one input element loaded once per "
         << (lanes ? "lane, by the lanes whose vectors it reaches" : "warp");
       break;
-    case Kernel::Lanes: o << "one element per access, lanes on consecutive output elements, two loads a thread before its stores"; break;
+    case Kernel::Lanes:
+      o << "one element per access, lanes on consecutive output elements, two loads a thread before its stores";
+      break;
     case Kernel::Aten: o << "torch's own strided copy"; break;
     default: break;
   }

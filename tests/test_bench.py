@@ -1106,7 +1106,7 @@ def test_lanes_small_grid_and_its_summary():
     assert grid and grid == lanes_small.grid(1, tries=200) != lanes_small.grid(2, tries=200)  # seeded
     for shape, dims, dtype, view in grid:  # small work the chooser gives lanes, in its view
         assert 2 ** 8 <= math.prod(shape) < 2 ** 20 and lanes_small.chosen(shape, dims, dtype, view) == "lanes"
-        x = lanes_small.make_input(shape, dtype, view, "cpu")
+        x = lanes_small.input_of(shape, dtype, view, "cpu")
         assert x.shape == shape and (x.stride(0) == 0) == (view == "expand")
     assert {view for *_, view in grid} == set(lanes_small.VIEWS)
     # made-up times: lanes picked on two 2-D shapes, one at half ATen's copy's speed
