@@ -52,13 +52,11 @@ import torch  # noqa: E402
 
 from bench import cases, ops, workloads  # noqa: E402
 from bench.harness import (Progress, Result, do_bench_timer, ext, host_loop_timer,  # noqa: E402
-                           perf_counter_timer, run_cell, run_cells, sigterm_as_interrupt)
+                           paced_timer, perf_counter_timer, run_cell, run_cells, sigterm_as_interrupt)
 from bench.report import Section, load_run, render_markdown, write_outputs  # noqa: E402
+from bench.summary import SHORT_CELL_MS  # noqa: E402
 from bench.sweep_cases import SWEEP_SEED, sweep_cells  # noqa: E402
 
-# Sweep cells whose fastest op takes less than this many ms are timed in more rounds
-# (--sweep-short-rounds).
-SHORT_CELL_MS = 0.02
 MATRIX_DTYPES = ("float32", "bfloat16", "float16", "float64", "uint8", "complex128")
 
 
@@ -189,7 +187,10 @@ def sweep_section(args: argparse.Namespace, compiles: ops.DynamicCompiles) -> Se
     timing = drawn + (CPU_TIMING if args.dry_run else sweep_timing_text(args) + (
         " torch.compile ran with **dynamic shapes** (dynamic=True): compiled once per rank, "
         "permutation, dtype and view and reused across sizes (the matrix and permutation "
-        "sections compile with static shapes)."))
+        "sections compile with static shapes). Those short cells are also timed paced: the GPU's "
+        "queue drained before each call and the call queued behind the flush and a 300-us GPU wait, "
+        "so that every op's launch reaches the GPU early, however long its host path takes "
+        "(bench/harness.py, paced_timer)."))
     return Section("sweep", cells, ops.sweep_ops(args.dry_run, compiles), timing)
 
 
@@ -345,7 +346,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 s.results = []  # filled cell by cell: a stopped run reports what it measured
                 run_cells(s.cells, s.specs, section_timer(key, args), device, progress,
                           rounds=args.sweep_rounds if sweep else 1,
-                          short=(SHORT_CELL_MS, args.sweep_short_rounds) if sweep else None, results=s.results)
+                          short=(SHORT_CELL_MS, args.sweep_short_rounds) if sweep else None,
+                          paced=paced_timer() if key == "sweep" and not args.dry_run else None, results=s.results)
                 if key == "matrix" and s.cells:
                     tiny = run_tiny(device, args.tiny_calls)
                 if key == "sweep":

@@ -134,6 +134,42 @@ def do_bench_timer(warmup_ms: int, rep_ms: int) -> Timer:
     return lambda fn: do_bench(fn, warmup=warmup_ms, rep=rep_ms, return_mode="median")
 
 
+def paced_timer(calls: int = 64, lead_cycles: int = 600_000) -> Timer:
+    """GPU time of one call with every op's launch queued the same way, whatever its host time:
+    before each call the GPU's queue is drained (a synchronisation), then the L2 flush and a GPU
+    wait of `lead_cycles` clock cycles (300 us at 2 GHz) are queued, then the call between two
+    events. The call's kernels are therefore queued well before the GPU reaches them, for a fast
+    host path and a slow one alike. Median over `calls` calls.
+
+    do_bench queues its calls back to back instead: an op with a fast host path runs far ahead of
+    the GPU, while one whose host path takes about as long as the flush launches just before the
+    GPU needs it -- and on the H100 the same kernel measured about 0.4 us less when launched that
+    way (docs/PERFORMANCE.md, "Launched just in time"): a few percent of a few-microsecond cell,
+    earned by a slow host path. (torch.cuda._sleep, the GPU wait, is a private helper of torch's
+    own tests.)"""
+    state: dict = {}
+
+    def time_ms(fn: Callable[[], object]) -> float:
+        if "cache" not in state:
+            state["cache"] = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
+        cache = state["cache"]
+        for _ in range(3):
+            fn()
+        samples = []
+        for _ in range(calls):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            torch.cuda.synchronize()
+            cache.zero_()
+            torch.cuda._sleep(lead_cycles)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end))
+        return statistics.median(samples)
+    return time_ms
+
+
 def perf_counter_timer(warmup: int = 2, runs: int = 9) -> Timer:
     """CPU timing: median of a few time.perf_counter measurements."""
     def time_ms(fn: Callable[[], object]) -> float:
@@ -302,6 +338,8 @@ class Result:
     detail: str = ""
     first_s: Optional[float] = None
     explain: Optional[dict] = None
+    paced_ms: Optional[float] = None     # a short cell timed again by paced_timer
+    paced_ratio: Optional[float] = None  # clone's paced time / this op's
 
     @property
     def bad(self) -> bool:
@@ -345,8 +383,8 @@ def poison_next_block(like: torch.Tensor, device: torch.device) -> None:
 def run_op(spec: OpSpec, cell: Cell, x: torch.Tensor, source: torch.Tensor,
            timer: Timer, device: torch.device, explain: Explain = explain_cell,
            again: Optional[list] = None) -> Result:
-    """Check one op, then time it if its output is right; `again` collects (result, timing) of
-    an op that was timed, to time it again."""
+    """Check one op, then time it if its output is right; `again` collects (result, call) of an
+    op that was timed, to time it again."""
     arg, expected = (source, source) if spec.role == "copy" else (x, x.permute(cell.dims))
     result = Result(cell, spec.name, "ok")
     wrong = "output differs from " + ("its input" if spec.role == "copy" else "x.permute(dims).contiguous()")
@@ -361,13 +399,14 @@ def run_op(spec: OpSpec, cell: Cell, x: torch.Tensor, source: torch.Tensor,
             result.status, result.detail = "WRONG", wrong
             return result
         del out
-        result.ms = timer(lambda: fn(arg))
+        call = lambda: fn(arg)  # noqa: E731
+        result.ms = timer(call)
         poison_next_block(expected, device)  # and once more after the timed launches
         if not same_bits(fn(arg), expected):
             result.status, result.detail, result.ms = "WRONG", wrong + " after it was timed", None
             return result
         if again is not None:
-            again.append((result, lambda: timer(lambda: fn(arg))))
+            again.append((result, call))
     except Exception as e:  # noqa: BLE001  (recorded in the results, never fatal)
         refused = (spec.may_refuse and isinstance(e, RuntimeError)
                    and not isinstance(e, torch.OutOfMemoryError))
@@ -379,24 +418,28 @@ def run_op(spec: OpSpec, cell: Cell, x: torch.Tensor, source: torch.Tensor,
 
 
 def add_metrics(results: list[Result], nbytes: int) -> None:
-    """GB/s (2 * bytes moved / time) and the ratio to torch clone of the same cell."""
-    clone_ms = next((r.ms for r in results if r.op == "clone" and r.status == "ok"), None)
+    """GB/s (2 * bytes moved / time) and the ratio to torch clone of the same cell (of the
+    paced times too, where the cell has them)."""
+    clone = next((r for r in results if r.op == "clone" and r.status == "ok"), None)
     for r in results:
         if r.status == "ok":
             r.gbps = 2 * nbytes / r.ms / 1e6
-            r.ratio = clone_ms / r.ms if clone_ms else None
+            r.ratio = clone.ms / r.ms if clone else None
+            if clone is not None and clone.paced_ms and r.paced_ms:
+                r.paced_ratio = clone.paced_ms / r.paced_ms
 
 
 def run_cell(cell: Cell, specs: Sequence[OpSpec], timer: Timer, device: torch.device,
              explain: Explain = explain_cell, rounds: int = 1,
-             short: Optional[tuple[float, int]] = None) -> list[Result]:
+             short: Optional[tuple[float, int]] = None, paced: Optional[Timer] = None) -> list[Result]:
     """Every op that applies to the cell, on one fresh random input. `explain(x, dims)` is
     recorded with the rows of the ops marked `explained`. With `rounds` > 1 the ops are timed
     that many times, in turn (every op once, then every op again, in reverse order every other
     round), and each keeps its fastest time: a one-off stall of the machine then costs a round,
     not the cell. With `short` = (ms, n), a cell whose fastest op took under `ms` in the first
     round is timed in at least `n` rounds: a few-microsecond kernel's median moves by several
-    percent from one do_bench call to the next, more than the differences being measured."""
+    percent from one do_bench call to the next, more than the differences being measured; and
+    with `paced` too, such a cell's ops are each timed once more by it (paced_ms, paced_ratio)."""
     specs = [s for s in specs if s.applies(cell)]
     if not bytes_fit(footprint_bytes(cell), device):
         return [Result(cell, s.name, "skipped: too large") for s in specs]
@@ -406,11 +449,15 @@ def run_cell(cell: Cell, specs: Sequence[OpSpec], timer: Timer, device: torch.de
     source = x if x.is_contiguous() else x.contiguous()  # the copy ops' input
     timed: list = []
     results = [run_op(s, cell, x, source, timer, device, explain, timed) for s in specs]
-    if short and timed and min(result.ms for result, _ in timed) < short[0]:
+    is_short = bool(short and timed and min(result.ms for result, _ in timed) < short[0])
+    if is_short:
         rounds = max(rounds, short[1])
     for again in range(1, rounds):
-        for result, time_again in (timed[::-1] if again % 2 else timed):
-            result.ms = min(result.ms, time_again())
+        for result, call in (timed[::-1] if again % 2 else timed):
+            result.ms = min(result.ms, timer(call))
+    if is_short and paced is not None:
+        for result, call in timed:
+            result.paced_ms = paced(call)
     del x, source
     release_memory(device, collect=any(r.status == "error" for r in results))
     add_metrics(results, cell.nbytes)
@@ -449,7 +496,7 @@ class Progress:
 
 def run_cells(cells: Sequence[Cell], specs: Sequence[OpSpec], timer: Timer,
               device: torch.device, progress: Progress, rounds: int = 1,
-              short: Optional[tuple[float, int]] = None,
+              short: Optional[tuple[float, int]] = None, paced: Optional[Timer] = None,
               results: Optional[list[Result]] = None) -> list[Result]:
     """run_cell for every cell, under the progress bar. Each cell's results are added to
     `results` (a new list if None) as soon as it is done, so that a run stopped midway keeps
@@ -457,7 +504,7 @@ def run_cells(cells: Sequence[Cell], specs: Sequence[OpSpec], timer: Timer,
     results = [] if results is None else results
     for cell in cells:
         progress.start(f"{cell.section}: {cell.name} {shape_text(cell.shape)} {cell.dtype}")
-        results += run_cell(cell, specs, timer, device, rounds=rounds, short=short)
+        results += run_cell(cell, specs, timer, device, rounds=rounds, short=short, paced=paced)
         progress.done()
     return results
 

@@ -226,7 +226,8 @@ def result_json(r: Result) -> dict:
     return {"section": c.section, "case": c.name, "shape": c.shape, "dims": c.dims,
             "dtype": c.dtype, "view": dataclasses.asdict(c.view), "group": c.group,
             "op": r.op, "status": r.status, "ms": r.ms, "gbps": r.gbps, "ratio": r.ratio,
-            "detail": r.detail, "first_s": r.first_s, "explain": r.explain}
+            "detail": r.detail, "first_s": r.first_s, "explain": r.explain,
+            **({"paced_ms": r.paced_ms, "paced_ratio": r.paced_ratio} if r.paced_ms is not None else {})}
 
 
 def payload(meta: dict, sections: dict[str, Section], tiny: list[Result]) -> dict:
@@ -269,7 +270,7 @@ def result_of(row: dict) -> Result:
     cell = Cell(row["section"], row["case"], tuple(row["shape"]), tuple(row["dims"]), row["dtype"],
                 View(**row["view"]), row["group"])
     return Result(cell, row["op"], row["status"], row["ms"], row["gbps"], row["ratio"], row["detail"],
-                  row["first_s"], row["explain"])
+                  row["first_s"], row["explain"], row.get("paced_ms"), row.get("paced_ratio"))
 
 
 def load_run(path: Path, specs_of: Callable[[str, bool], list[OpSpec]]) -> tuple[dict, dict[str, Section], list[Result]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import statistics
 from dataclasses import dataclass, field
-from typing import Iterable, Optional
+from typing import Callable, Iterable, Optional
 
 from bench.cases import GOAL_RATIO_TO_CLONE, Cell
 
@@ -24,6 +24,9 @@ TOLERANCE = 0.01          # "ours >= peer - 0.01": within one hundredth of clone
 # between two sweeps of the same code its ratio moved by more than 10% on 132 of 322 cells, from
 # 0.06 to 1.20 of clone on the same few-microsecond cell.
 LONG_CELL_MS = 0.020
+# Sweep cells whose fastest op takes less than this are timed in more rounds (bench.py's
+# --sweep-short-rounds), and paced (harness.paced_timer).
+SHORT_CELL_MS = 0.020
 GROUP_ORDER = ("TTC", "random", "images", "2-D")
 
 Row = dict  # op name -> Result, for one cell
@@ -47,21 +50,33 @@ def ratio(row: Row, op: str) -> Optional[float]:
     return r.ratio if r is not None else None
 
 
+def paced_ratio(row: Row, op: str) -> Optional[float]:
+    """The op's ratio to clone by the paced timing where the cell has one (its short cells:
+    harness.paced_timer), else by do_bench."""
+    r = row.get(op)
+    if r is None:
+        return None
+    return r.paced_ratio if r.paced_ratio is not None else r.ratio
+
+
+Value = Callable[[Row, str], Optional[float]]  # ratio or paced_ratio
+
+
 def ours_failed(row: Row, ours: str = OURS) -> bool:
     """Our op ran on the cell but has no number: a wrong result or an error."""
     r = row.get(ours)
     return r is not None and r.status in ("WRONG", "error", "n/a")
 
 
-def ours_vs(row: Row, peer: str, ours: str = OURS) -> Optional[float]:
+def ours_vs(row: Row, peer: str, ours: str = OURS, value: Value = ratio) -> Optional[float]:
     """time(peer) / time(ours) on one cell: > 1 where ours is faster; 0 where ours failed;
     None where either has no number for another reason (skipped, not applicable)."""
-    p = ratio(row, peer)
+    p = value(row, peer)
     if p is None or ours not in row:
         return None
     if ours_failed(row, ours):
         return 0.0
-    o = ratio(row, ours)
+    o = value(row, ours)
     return o / p if o is not None else None
 
 
@@ -78,14 +93,15 @@ class Share:
         return f"{n}/{self.compared} ({n / self.compared:.0%})" if self.compared else "–"
 
 
-def share(rows: Iterable[Row], peer: str, tolerance: float = TOLERANCE, ours: str = OURS) -> Share:
+def share(rows: Iterable[Row], peer: str, tolerance: float = TOLERANCE, ours: str = OURS,
+          value: Value = ratio) -> Share:
     s = Share(peer)
     for row in rows:
-        rel = ours_vs(row, peer, ours)
+        rel = ours_vs(row, peer, ours, value)
         if rel is None:
             continue
         s.compared += 1
-        o, p = (ratio(row, ours) or 0.0), ratio(row, peer)
+        o, p = (value(row, ours) or 0.0), value(row, peer)
         s.wins += o >= p
         s.near += o >= p - tolerance
     return s
@@ -130,6 +146,7 @@ class SweepSummary:
     classes: list[ClassStats] = field(default_factory=list)
     tuned: dict[str, Share] = field(default_factory=dict)  # the same shares for TUNED, where it ran
     long: dict[str, Share] = field(default_factory=dict)   # the shares over cells of LONG_CELL_MS or more
+    paced: dict[str, Share] = field(default_factory=dict)  # the shares by paced_ratio, where cells have one
 
 
 def summarize(results: Iterable, ops: tuple[str, ...] = ("clone", *PEERS, OURS, TUNED),
@@ -152,6 +169,8 @@ def summarize(results: Iterable, ops: tuple[str, ...] = ("clone", *PEERS, OURS, 
         classes=classes,
         tuned={p: share(rows, p, ours=TUNED) for p in peers} if TUNED in ops else {},
         long={p: share([row for row in rows if long_cell(row)], p) for p in peers},
+        paced=({p: share(rows, p, value=paced_ratio) for p in peers}
+               if any(r.paced_ratio is not None for row in rows for r in row.values()) else {}),
     )
 
 

@@ -7,7 +7,7 @@ import collections
 import dataclasses
 
 from bench.cases import dims_text, shape_text
-from bench.summary import LONG_CELL_MS, OURS, PEERS, TOLERANCE, TUNED, SweepSummary, summarize
+from bench.summary import LONG_CELL_MS, OURS, PEERS, SHORT_CELL_MS, TOLERANCE, TUNED, SweepSummary, summarize
 
 VIEW_LEGEND = (
     "Each row is one cell: `shape` is the input's (the view's, when strided), `dims` the "
@@ -40,6 +40,9 @@ def shares_table(s: SweepSummary, label: dict) -> list[str]:
     if s.long:
         rows += [[f"ours >= peer - {TOLERANCE}, cells of clone >= {LONG_CELL_MS * 1e3:.0f} us",
                   *(s.long[p].text(s.long[p].near) for p in peers)]]
+    if s.paced:
+        rows += [[f"ours >= peer - {TOLERANCE}, short cells timed paced",
+                  *(s.paced[p].text(s.paced[p].near) for p in peers)]]
     return [markdown_table(["cells where", *(label.get(p, p) for p in peers)], rows)]
 
 
@@ -117,7 +120,13 @@ def sweep_markdown(section) -> list[str]:
               "number (a failed ours counts as a loss). The last row counts only cells whose "
               f"clone takes {LONG_CELL_MS * 1e3:.0f} us or more, where an op's host time stays "
               "hidden behind the L2 flush before each call (under it, torch.compile's "
-              "dynamic-shape graphs can measure their host time: bench/summary.py).", "",
+              "dynamic-shape graphs can measure their host time: bench/summary.py)."
+              + (" The row timed paced takes every cell, with the paced times of the short cells "
+                 f"(whose fastest op takes under {SHORT_CELL_MS * 1e3:.0f} us; harness.paced_timer: every op's launch "
+                 "queued well before the GPU reaches it; in do_bench an op whose host path "
+                 "takes about as long as the flush launches just in time, and such a launch "
+                 "measured about 0.4 us less for the same kernel: docs/PERFORMANCE.md)."
+                 if s.paced else ""), "",
               *shares_table(s, label), "",
               "Geomean ratio to clone, over the cells where the column has a number:", "",
               *geomean_table(s, label), "", "Shares per class:", "",
@@ -148,6 +157,7 @@ def summary_json(results) -> dict:
         "autotuned_shares": {p: share(v) for p, v in s.tuned.items()},
         "long_cell_ms": LONG_CELL_MS,
         "long_shares": {p: share(v) for p, v in s.long.items()},
+        "paced_shares": {p: share(v) for p, v in s.paced.items()},
         "tolerance": TOLERANCE,
         "classes": [{"group": c.group, "cells": c.cells, "geomean_ratio": c.geomeans,
                      "shares": {p: share(v) for p, v in c.shares.items()}} for c in s.classes],

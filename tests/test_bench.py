@@ -15,7 +15,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import cases, harness, interleave_small, lanes_small, summary, sweep_cases, tile_shapes, tune_grid, tune_table  # noqa: E402
+from bench import cases, harness, interleave_small, lanes_small, summary, sweep_cases, sweep_report, tile_shapes, tune_grid, tune_table  # noqa: E402
 from bench.cases import Cell, View  # noqa: E402
 from bench.harness import OpSpec, Result, make_input, run_cell, same_bits, slabs  # noqa: E402
 
@@ -236,6 +236,28 @@ def test_short_cells_take_more_rounds_in_alternating_order(monkeypatch):
     assert order == ["a", "b", "b", "a"]  # not short: the 2 rounds asked for
 
 
+def test_short_cells_alone_are_timed_paced_too_and_get_a_paced_ratio():
+    cell = Cell("t", "", (5, 7), (1, 0), "float32")
+    good = OpSpec("good", "permute", lambda c: lambda x: x.permute(c.dims).contiguous(), "")
+    clone = OpSpec("clone", "copy", lambda c: lambda x: x.clone(), "")
+    paced_calls = []
+
+    def paced(fn):
+        paced_calls.append(fn().shape)  # each op's own call: clone's (5, 7), good's (7, 5)
+        return 0.004 if len(paced_calls) == 1 else 0.008
+    for ms, expect_paced in ((0.01, True), (0.05, False)):
+        paced_calls.clear()
+        rows = {r.op: r for r in run_cell(cell, [clone, good], lambda fn: ms, torch.device("cpu"),
+                                          explain=lambda x, d: None, short=(0.02, 2), paced=paced)}
+        assert rows["good"].ratio == 1.0
+        if expect_paced:
+            assert paced_calls == [(5, 7), (7, 5)]
+            assert (rows["clone"].paced_ms, rows["good"].paced_ms) == (0.004, 0.008)
+            assert rows["good"].paced_ratio == pytest.approx(0.5)
+        else:  # not a short cell: no paced timing
+            assert paced_calls == [] and rows["good"].paced_ms is None and rows["good"].paced_ratio is None
+
+
 # ----------------------------------------------------------------------------------------------
 # Summary statistics
 
@@ -277,6 +299,24 @@ def test_summary_shares_over_long_cells_leave_out_cells_whose_clone_is_short():
     s = summary.summarize(long + short, ("clone", "compile", "permute"))
     assert (s.shares["compile"].compared, s.shares["compile"].near) == (2, 1)
     assert (s.long["compile"].compared, s.long["compile"].near) == (1, 0)
+
+
+def test_summary_shares_by_paced_ratio_take_it_where_a_cell_has_one():
+    # a short cell where compile leads by do_bench and trails paced; a long cell without paced
+    # times counts by its do_bench ratios in both rows
+    short = rows_of("2-D", "short", {"clone": 1, "compile": 1.1, "permute": 1.0})
+    for r, paced in zip(short, (1.0, 0.9, 1.0)):
+        r.paced_ms, r.paced_ratio = r.ms, paced
+    long = rows_of("TTC", "long", {"clone": 1, "compile": 0.9, "permute": 0.95})
+    s = summary.summarize(short + long, ("clone", "compile", "permute"))
+    assert (s.shares["compile"].compared, s.shares["compile"].near) == (2, 1)
+    assert (s.paced["compile"].compared, s.paced["compile"].near) == (2, 2)
+    assert summary.summarize(long, ("clone", "compile", "permute")).paced == {}  # no paced times: no row
+    lines = "\n".join(sweep_report.shares_table(s, {}))
+    assert "short cells timed paced" in lines and "2/2 (100%)" in lines.split("timed paced")[1]
+    from bench.report import result_json, result_of
+    assert result_of(result_json(short[1])) == short[1]                  # the paced times kept
+    assert "paced_ms" not in result_json(long[1]) and result_of(result_json(long[1])) == long[1]
 
 
 def test_summary_of_the_autotuned_column():
