@@ -593,15 +593,27 @@ std::optional<Choice> small_rows(Plan const& plan, Device const& device) {
 // one run), the rule's picks ran 1.12 x ATen's copy over 77 and 75 shapes (uint8 1.10 x,
 // bfloat16 1.13 x, float16 1.13 x); the 4 more than 5% slower (0.80-0.94 x) all packed 8 uint8
 // planes into pixels, and none such ran faster: those stay with ATen's copy.
+// Plans of two dims under kLanesOverInterleave elements go to the lanes kernel instead
+// (small_lanes()). On the H100, over the shapes of those two grids' seeds 3 and 4 that this rule
+// gave interleave with two-dim plans (137; the pick and lanes forced by name timed the same way,
+// beside clone, in one run), lanes ran 1.122 x and 1.125 x interleave's speed under 2^17
+// elements (35 and 28 shapes), 1.08 x from 2^17 to 2^18 (12 and 6), 1.064 x and 1.057 x from 2^18
+// to 2^19 (9 and 11), none more than 5% slower; from 2^19 up 0.978 x and 0.968 x (17 and 19
+// shapes, 3 and 6 more than 5% slower), where interleave stays (docs/PERFORMANCE.md, "Small work
+// in lanes").
+constexpr int64_t kLanesOverInterleave = int64_t(1) << 19;
+
 std::optional<Choice> small_interleave(Plan const& plan, Device const& device) {
   if (plan.element_size > 2 || broadcast_input(plan)) return std::nullopt;
+  if (plan.rank == 2 && plan.elements < kLanesOverInterleave) return std::nullopt;
   auto c = force(plan, Kernel::Interleave, device, nullptr);
   if (!c || !interleave_runs_aligned_vectors(*c->problem, c->width, c->pack)) return std::nullopt;
   return plan.element_size == 1 && c->pack && c->channels == 8 ? std::nullopt : c;
 }
 
 // Small transposes of two dims (after merging) that the rows, lean and interleave rules leave to
-// ATen's copy run the lanes kernel instead: ATen's copy's own access pattern (lanes on consecutive
+// ATen's copy (and those of 1- and 2-byte elements under kLanesOverInterleave that interleave
+// leaves to it) run the lanes kernel instead: ATen's copy's own access pattern (lanes on consecutive
 // output elements, one element per access), with each thread's loads issued before its stores
 // and the index split by a 32-bit fast divider. Measured on the H100 (docs/PERFORMANCE.md, "Small
 // work in lanes"): on a grid of random shapes (bench/lanes_small.py, seed 5: 2^8-2^20 elements of
@@ -2309,7 +2321,7 @@ Choice choose(Plan const& plan, Device const& device, bool explain) {
                   (c->kernel == Kernel::Rows   ? "rows in vectors wider than the element: run rows"
                    : c->kernel == Kernel::Lean ? (c->width == 16 ? "a transpose loaded in 16-byte vectors, lean tiles at least half full: run lean"
                                                                  : "a transpose of 2^17 elements or more loaded an element of 2 bytes or more at a time, lean tiles at least half full: run lean")
-                   : c->kernel == Kernel::Interleave ? "1- or 2-byte pixels interleaved or split in aligned 16-byte vectors, no broadcast: run interleave"
+                   : c->kernel == Kernel::Interleave ? "1- or 2-byte pixels interleaved or split in aligned 16-byte vectors, no broadcast, not two dims under 2^19 elements: run interleave"
                    : c->kernel == Kernel::Lanes ? "a transpose of two dims, of elements of up to 8 bytes: run lanes"
                                                 : "run ATen's copy");
     }

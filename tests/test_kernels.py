@@ -2041,17 +2041,21 @@ def test_small_work_runs_lean_where_its_tiles_are_half_full_and_its_loads_vector
 
 
 @pytest.mark.parametrize("make, dims, kernel", [
-    (lambda: torch.empty(224, 224, 3, dtype=torch.uint8), (2, 0, 1), "interleave"),       # an image, HWC -> CHW
-    (lambda: torch.empty(3, 224, 224, dtype=torch.uint8), (1, 2, 0), "interleave"),       # CHW -> HWC
-    (lambda: torch.empty(4, 64, 64, 4, dtype=torch.uint8), (0, 3, 1, 2), "interleave"),   # a batch
-    (lambda: torch.empty(30000, 6, dtype=torch.bfloat16), (1, 0), "interleave"),          # planes of 30000: 16-byte grid
-    (lambda: torch.empty(6, 30000, dtype=torch.float16), (1, 0), "interleave"),
-    (lambda: torch.empty(30001, 6, dtype=torch.bfloat16), (1, 0), "lanes"),               # planes off the 16-byte grid
+    (lambda: torch.empty(512, 512, 3, dtype=torch.uint8), (2, 0, 1), "interleave"),       # an image, HWC -> CHW
+    (lambda: torch.empty(3, 512, 512, dtype=torch.uint8), (1, 2, 0), "interleave"),       # CHW -> HWC
+    (lambda: torch.empty(4, 64, 64, 4, dtype=torch.uint8), (0, 3, 1, 2), "interleave"),   # a batch: three dims
+    (lambda: torch.empty(100000, 6, dtype=torch.bfloat16), (1, 0), "interleave"),         # planes of 100000: 16-byte grid
+    (lambda: torch.empty(6, 100000, dtype=torch.float16), (1, 0), "interleave"),
+    (lambda: torch.empty(100001, 6, dtype=torch.bfloat16), (1, 0), "lanes"),              # planes off the 16-byte grid
     (lambda: torch.empty(224, 224, 3), (2, 0, 1), "lanes"),                               # 4-byte elements
-    (lambda: torch.empty(224 * 224 * 3 + 1, dtype=torch.uint8)[1:].view(224, 224, 3), (2, 0, 1), "lanes"),  # realigned
+    (lambda: torch.empty(512 * 512 * 3 + 1, dtype=torch.uint8)[1:].view(512, 512, 3), (2, 0, 1), "lanes"),  # realigned
     (lambda: torch.empty(224, 1, 3, dtype=torch.uint8).expand(224, 224, 3), (2, 0, 1), "aten"),          # broadcast
-    (lambda: torch.empty(8, 3488, dtype=torch.uint8), (1, 0), "lanes"),                   # 8 uint8 planes packed
-    (lambda: torch.empty(3488, 8, dtype=torch.uint8), (1, 0), "interleave"),              # and unpacked
+    (lambda: torch.empty(8, 70000, dtype=torch.uint8), (1, 0), "lanes"),                  # 8 uint8 planes packed
+    (lambda: torch.empty(70000, 8, dtype=torch.uint8), (1, 0), "interleave"),             # and unpacked
+    # two dims under 2^19 elements: lanes, which ran them faster (choose.cpp, kLanesOverInterleave)
+    (lambda: torch.empty(224, 224, 3, dtype=torch.uint8), (2, 0, 1), "lanes"),
+    (lambda: torch.empty(30000, 6, dtype=torch.bfloat16), (1, 0), "lanes"),
+    (lambda: torch.empty(3488, 8, dtype=torch.uint8), (1, 0), "lanes"),
 ])
 def test_small_work_runs_interleave_where_it_moves_1_or_2_byte_pixels_in_aligned_vectors(make, dims, kernel):
     info = assert_small_work_pick(make, dims, kernel, "interleave")
