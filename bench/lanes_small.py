@@ -39,7 +39,6 @@ DTYPES = (torch.uint8, torch.bfloat16, torch.float32, torch.float64)
 VIEWS = {"contiguous": View(), "offset": View("offset", 0, 1), "step": View("step", 0, 2), "expand": View("expand", 0, 0)}
 
 
-
 def input_of(shape: Sequence[int], dtype: torch.dtype, view: str, device) -> torch.Tensor:
     """Fresh random data of `shape`, laid out as VIEWS[view] says."""
     base = random_input(base_shape(tuple(shape), VIEWS[view]), dtype, device)
