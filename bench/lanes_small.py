@@ -8,10 +8,12 @@ Each shape: 1-, 2-, 4- or 8-byte elements, 2^8-2^20 of them, as a 2-D transpose 
 side of 2-8 elements (either way round), a 2-D transpose of two longer sides, or a random
 permute of three to five dims; the input contiguous, offset, stepped or broadcast along its
 first dim. Only shapes the chooser gives the lanes kernel are kept. Each shape's permute (the
-pick), ATen's copy, gather by name and eager permute are checked bit-exactly against torch,
-then timed beside clone (do_bench median, L2 flushed), round-robin, the best of three rounds.
+pick), ATen's copy, gather, lanes and stage by name and eager permute are checked bit-exactly
+against torch, then timed beside clone (do_bench median, L2 flushed), round-robin, the best of
+three rounds.
 The summary: the lanes kernel's speed against ATen's copy (which ran these shapes before),
-eager and gather, by class and element type.
+eager and gather, and the stage kernel's against lanes (both by name) where stage runs, by class
+and element type.
 """
 
 from __future__ import annotations
@@ -88,8 +90,8 @@ def measure(seed: int, budget_s: float) -> list[dict]:
         progress.start(f"{shape} {dims} {dtype} {view}")
         x = input_of(shape, dtype, view, device)
         expected = x.permute(dims)
-        ops = permute_ops(x, dims, ("aten", "gather"))
-        check_ops(ops, expected, lambda name: name == "gather",  # an output off the 16-byte grid
+        ops = permute_ops(x, dims, ("aten", "gather", "lanes", "stage"))
+        check_ops(ops, expected, lambda name: name in ("gather", "stage"),  # off the 16-byte grid; no short side
                   f"lanes_small.py, {shape} {dims} {dtype} {view}")
         us = best_of_rounds(ops, timer)
         rows.append({"shape": list(shape), "dims": list(dims), "dtype": str(dtype).removeprefix("torch."),
@@ -102,20 +104,24 @@ def measure(seed: int, budget_s: float) -> list[dict]:
 
 def summary(rows: list[dict]) -> str:
     """On the shapes the chooser gives lanes: its speed against ATen's copy, eager and gather
-    (geomean), how many ran more than 5% slower than ATen's copy, and the slowest."""
+    (geomean), how many ran more than 5% slower than ATen's copy, and the slowest; and the stage
+    kernel's speed against lanes (both by name) where both ran, with how many it ran more than 5%
+    faster."""
     picked = [r for r in rows if r["chosen"] == "lanes"]
     out = [f"{len(rows)} shapes, {len(picked)} run lanes by the chooser.", "",
-           "| shapes | count | / ATen's copy | more than 5% slower | slowest | / eager | / gather |",
-           "|---|---:|---:|---:|---:|---:|---:|"]
+           "| shapes | count | / ATen's copy | more than 5% slower | slowest | / eager | / gather | stage / lanes | stage 5% faster |",
+           "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     groups = [("2-D", lambda r: len(r["shape"]) == 2), ("3-5 dims", lambda r: len(r["shape"]) > 2)]
     groups += [(d, lambda r, d=d: r["dtype"] == d) for d in sorted({r["dtype"] for r in picked})]
     for label, keep in groups + [("every", lambda r: True)]:
         some = [r for r in picked if keep(r)]
         speed = lambda other: [r["us"][other] / r["us"]["ours"] for r in some if other in r["us"]]  # noqa: E731
         aten = speed("aten")
+        stage = [r["us"]["lanes"] / r["us"]["stage"] for r in some if "stage" in r["us"] and "lanes" in r["us"]]
         out.append(f"| {label} | {len(some)} | {geomean(aten) or math.nan:.3f} | {sum(v < 0.95 for v in aten)} | "
                    f"{min(aten, default=math.nan):.3f} | {geomean(speed('eager')) or math.nan:.3f} | "
-                   f"{geomean(speed('gather')) or math.nan:.3f} |")
+                   f"{geomean(speed('gather')) or math.nan:.3f} | {geomean(stage) or math.nan:.3f} | "
+                   f"{sum(v > 1.05 for v in stage)} of {len(stage)} |")
     return "\n".join(out)
 
 

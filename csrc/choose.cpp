@@ -1209,6 +1209,14 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (!contiguous_rows_output(*c.problem)) return *why = "the output is not contiguous rows", std::nullopt;
       return c;
     }
+    case Kernel::Stage: {
+      if (!(c.problem = output_rows_problem(plan))) return *why = "more than 8 dims", std::nullopt;
+      if (!contiguous_rows_output(*c.problem)) return *why = "the output is not contiguous rows", std::nullopt;
+      int64_t const side = std::min(c.problem->rows, c.problem->cols);
+      if (side < 2 || side > kStageMaxChannels)
+        return *why = "no side of 2-" + std::to_string(kStageMaxChannels) + " elements", std::nullopt;
+      return c;
+    }
     case Kernel::Fill: {
       if (!output_rows_repeat_one_element(plan))
         return *why = "the input does not read the output's innermost dim with stride 0", std::nullopt;

@@ -42,6 +42,7 @@ enum class Kernel {
   Words,       // 1- and 2-byte elements off the grid, packed into 4-byte words in shared memory (cuda/words.cu)
   Fill,        // output rows that repeat one input element (the input reads their dim with stride 0) (cuda/fill.cu)
   Lanes,       // any permute in output order, lanes on consecutive elements, loads first: small work (cuda/lanes.cu)
+  Stage,       // a short side of 2-8 elements staged through shared memory, any strides (cuda/stage.cu)
   // The seed ladder, only when asked for by name.
   NaiveCoalescedRead,
   NaiveCoalescedWrite,

@@ -52,6 +52,7 @@ void execute(Choice const& c, at::Tensor const& x, at::IntArrayRef perm, at::Ten
     case Kernel::Words: C10_CUDA_CHECK(launch_words(*c.problem, c.shape, stream)); return;
     case Kernel::Fill: C10_CUDA_CHECK(launch_fill(*c.problem, c.lanes, stream)); return;
     case Kernel::Lanes: C10_CUDA_CHECK(launch_lanes(*c.problem, stream)); return;
+    case Kernel::Stage: C10_CUDA_CHECK(launch_stage(*c.problem, stream)); return;
     case Kernel::SeedCopy: C10_CUDA_CHECK(launch_copy(*c.problem, stream)); return;
 #define CUTE_TRANSPOSE_SEED_CASE(name, kernel) \
   case Kernel::kernel: C10_CUDA_CHECK(launch_##name(*c.problem, stream)); return;

@@ -8,7 +8,7 @@
 namespace cute_transpose {
 
 std::vector<std::string> const& candidate_names() {
-  static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather", "lean", "words", "fill", "lanes", "padded", "aten"};
+  static std::vector<std::string> const names = {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather", "lean", "words", "fill", "lanes", "stage", "padded", "aten"};
   return names;
 }
 
@@ -28,6 +28,7 @@ char const* kernel_name(Kernel k) {
     case Kernel::Words: return "words";
     case Kernel::Fill: return "fill";
     case Kernel::Lanes: return "lanes";
+    case Kernel::Stage: return "stage";
     case Kernel::NaiveCoalescedRead: return "naive_coalesced_read";
     case Kernel::NaiveCoalescedWrite: return "naive_coalesced_write";
     case Kernel::BankConflictRead: return "bank_conflict_read";
@@ -172,6 +173,10 @@ std::string Choice::config() const {
       break;
     case Kernel::Lanes:
       o << "one element per access, lanes on consecutive output elements, two loads a thread before its stores";
+      break;
+    case Kernel::Stage:
+      o << (problem->rows <= kStageMaxChannels ? std::to_string(problem->rows) + " planes out" : std::to_string(problem->cols) + " interleaved out")
+        << ", 128 pixels a block staged through shared memory, one element per access";
       break;
     case Kernel::Aten: o << "torch's own strided copy"; break;
     default: break;

@@ -23,6 +23,9 @@ constexpr int kMaxDims = 8;
 // 16-byte vectors up to kMaxVectorChannels.
 constexpr int kMaxChannels = 16, kMaxVectorChannels = 8;
 
+// The Stage kernel (cuda/stage.cu) takes a short side of 2 .. kStageMaxChannels elements.
+constexpr int kStageMaxChannels = 8;
+
 // Two facts of the Interleave kernel's one-element-per-access mode (cuda/interleave_element.cuh)
 // that the chooser shares.
 //

@@ -1151,14 +1151,15 @@ def test_lanes_small_grid_and_its_summary():
     assert {view for *_, view in grid} == set(lanes_small.VIEWS)
     # made-up times: lanes picked on two 2-D shapes, one at half ATen's copy's speed
     rows = [{"shape": [5, 9000], "dims": [1, 0], "dtype": "uint8", "view": "offset", "chosen": "lanes",
-             "us": {"clone": 4.0, "eager": 6.0, "ours": 4.0, "aten": 6.0, "gather": 8.0}},
+             "us": {"clone": 4.0, "eager": 6.0, "ours": 4.0, "aten": 6.0, "gather": 8.0, "lanes": 4.0, "stage": 2.0}},
             {"shape": [9000, 5], "dims": [1, 0], "dtype": "uint8", "view": "step", "chosen": "lanes",
              "us": {"clone": 4.0, "eager": 6.0, "ours": 12.0, "aten": 6.0}},
             {"shape": [9, 5, 47], "dims": [2, 0, 1], "dtype": "float32", "view": "contiguous", "chosen": "aten",
              "us": {"clone": 4.0, "eager": 6.0, "ours": 6.0, "aten": 6.0, "gather": 6.0}}]
     text = lanes_small.summary(rows)
     assert text.startswith("3 shapes, 2 run lanes by the chooser.")
-    assert "| 2-D | 2 | 0.866 | 1 | 0.500 | 0.866 | 2.000 |" in text  # (1.5 x 0.5) ** 0.5; gather timed once
+    # (1.5 x 0.5) ** 0.5; gather, lanes and stage by name timed once, stage at twice lanes' speed
+    assert "| 2-D | 2 | 0.866 | 1 | 0.500 | 0.866 | 2.000 | 2.000 | 1 of 1 |" in text
     assert "| 3-5 dims | 0 |" in text and "float32" not in text
 
 

@@ -505,7 +505,7 @@ def test_only_aten_runs_on_the_cpu():
 
 def test_kernel_names_are_the_candidates():
     assert set(KERNELS) == {"rows", "tile", "split", "interleave", "box", "tma", "pipelined", "realign", "gather",
-                            "lean", "words", "fill", "lanes", "padded", "aten"}
+                            "lean", "words", "fill", "lanes", "stage", "padded", "aten"}
     assert set(cute_transpose.VARIANTS) == {"naive_coalesced_read", "naive_coalesced_write", "bank_conflict_read",
                                             "bank_conflict_write", "padded", "swizzled", "tma",
                                             "pipelined"}
@@ -2066,6 +2066,33 @@ def test_small_work_runs_interleave_where_it_moves_1_or_2_byte_pixels_in_aligned
             assert cute_transpose.explain(x, dims)["kernel"] == "interleave"
         out = run_poisoned(lambda t: cute_transpose.permute(t, dims), x, [x.shape[d] for d in dims])
         assert_bits_equal(out, reference(x, dims))
+
+
+@pytest.mark.parametrize("make, dims, planes_out", [
+    (lambda: torch.empty(50497, 6)[:, 1:], (1, 0), True),                                # 5 planes out of an offset slice
+    (lambda: torch.empty(7, 135487 * 2, dtype=torch.float64)[:, ::2], (1, 0), False),    # 7-interleaved out, stepped
+    (lambda: torch.empty(1, 1000, dtype=torch.bfloat16).expand(3, 1000), (1, 0), False),  # a broadcast input
+    (lambda: torch.empty(3, 130, 2, dtype=torch.uint8), (2, 0, 1), True),                # 2 planes, a ragged last block
+    (lambda: torch.empty(4, 3, 300, 8, dtype=torch.int16), (0, 1, 3, 2), True),          # a batch of 12 matrices
+    (lambda: torch.empty(129, 8, dtype=torch.complex128), (1, 0), True),                 # 16-byte elements
+    (lambda: torch.empty(8, 8), (1, 0), True),                                           # both sides short
+])
+def test_stage_moves_a_short_side_through_shared_memory_for_any_strides(make, dims, planes_out):
+    x = make()
+    info = cute_transpose.explain(x, list(dims), kernel="stage")
+    info = info.get("cuda", info)
+    assert info["kernel"] == "stage" and ("planes out" in info["config"]) == planes_out, info
+    if torch.cuda.is_available():  # every element written, bit-exact
+        x = fresh_cuda_like(x)
+        out = run_poisoned(lambda t: torch.ops.cute_transpose._permute_with(t, list(dims), "stage"), x,
+                           [x.shape[d] for d in dims])
+        assert_bits_equal(out, reference(x, dims))
+
+
+def test_stage_refuses_a_permute_with_no_side_of_2_to_8_elements():
+    for x, dims in ((torch.empty(100, 100), (1, 0)), (torch.empty(9, 100), (1, 0)), (torch.empty(64, 8, 33), (1, 0, 2))):
+        with pytest.raises(RuntimeError, match="stage"):
+            cute_transpose.explain(x, list(dims), kernel="stage")
 
 
 @pytest.mark.parametrize("make, dims, kernel", [

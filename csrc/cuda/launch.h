@@ -71,6 +71,10 @@ cudaError_t launch_fill(Problem const& p, bool lanes, cudaStream_t stream);
 // elements, each thread's loads before its stores.
 cudaError_t launch_lanes(Problem const& p, cudaStream_t stream);
 
+// A (batch..., M, N) output with M or N of 2 .. kStageMaxChannels elements, any input strides
+// (stage.cu): 128 pixels a block staged through shared memory.
+cudaError_t launch_stage(Problem const& p, cudaStream_t stream);
+
 // One side of `channels` elements, interleaved (interleave.cuh): `pack` moves the planes (rows
 // of the Problem's m) into the interleaved output, or else the interleaved input (n) into planes,
 // in 16-byte vectors (width 16) or one element per access (width = the element size).
