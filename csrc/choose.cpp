@@ -316,6 +316,15 @@ bool contiguous_rows_output(Problem const& p) {
   return true;
 }
 
+// The (batch..., M, N) Problem of the kernels that walk the output in order where the output is
+// contiguous rows (gather, lanes, stage, fill), else nullopt with *why saying which fails.
+std::optional<Problem> contiguous_output_rows(Plan const& plan, std::string* why) {
+  std::optional<Problem> p = output_rows_problem(plan);
+  if (!p) return *why = "more than 8 dims", std::nullopt;
+  if (!contiguous_rows_output(*p)) return *why = "the output is not contiguous rows", std::nullopt;
+  return p;
+}
+
 // The two sides of p as the interleave kernel sees them: C, the channels' side, and the
 // distance between pixels on the interleaved side (the input's when unpacking).
 int64_t interleave_channels(Problem const& p, bool pack) { return pack ? p.rows : p.cols; }
@@ -1198,20 +1207,17 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       return c;
     }
     case Kernel::Gather: {
-      if (!(c.problem = output_rows_problem(plan))) return *why = "more than 8 dims", std::nullopt;
-      if (!contiguous_rows_output(*c.problem)) return *why = "the output is not contiguous rows", std::nullopt;
+      if (!(c.problem = contiguous_output_rows(plan, why))) return std::nullopt;
       if (!aligned(c.problem->dst, 16)) return *why = "the output does not start on a 16-byte boundary", std::nullopt;
       c.width = 16;
       return c;
     }
     case Kernel::Lanes: {
-      if (!(c.problem = output_rows_problem(plan))) return *why = "more than 8 dims", std::nullopt;
-      if (!contiguous_rows_output(*c.problem)) return *why = "the output is not contiguous rows", std::nullopt;
+      if (!(c.problem = contiguous_output_rows(plan, why))) return std::nullopt;
       return c;
     }
     case Kernel::Stage: {
-      if (!(c.problem = output_rows_problem(plan))) return *why = "more than 8 dims", std::nullopt;
-      if (!contiguous_rows_output(*c.problem)) return *why = "the output is not contiguous rows", std::nullopt;
+      if (!(c.problem = contiguous_output_rows(plan, why))) return std::nullopt;
       int64_t const side = std::min(c.problem->rows, c.problem->cols);
       if (side < 2 || side > kStageMaxChannels)
         return *why = "no side of 2-" + std::to_string(kStageMaxChannels) + " elements", std::nullopt;
@@ -1220,8 +1226,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
     case Kernel::Fill: {
       if (!output_rows_repeat_one_element(plan))
         return *why = "the input does not read the output's innermost dim with stride 0", std::nullopt;
-      if (!(c.problem = output_rows_problem(plan))) return *why = "more than 8 dims", std::nullopt;
-      if (!contiguous_rows_output(*c.problem)) return *why = "the output is not contiguous rows", std::nullopt;
+      if (!(c.problem = contiguous_output_rows(plan, why))) return std::nullopt;
       c.lanes = fill_vectors_per_lane(c.problem->cols, c.problem->element_size) == 0;  // rows too short for a span
       if (!aligned(c.problem->dst, std::min(c.problem->element_size, 16)))
         return *why = "the output does not start on a multiple of its element size", std::nullopt;

@@ -175,7 +175,7 @@ std::string Choice::config() const {
       o << "one element per access, lanes on consecutive output elements, two loads a thread before its stores";
       break;
     case Kernel::Stage:
-      o << (problem->rows <= kStageMaxChannels ? std::to_string(problem->rows) + " planes out" : std::to_string(problem->cols) + " interleaved out")
+      o << (stage_planes_out(*problem) ? std::to_string(problem->rows) + " planes out" : std::to_string(problem->cols) + " interleaved out")
         << ", 128 pixels a block staged through shared memory, one element per access";
       break;
     case Kernel::Aten: o << "torch's own strided copy"; break;

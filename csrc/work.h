@@ -118,6 +118,10 @@ struct Problem {
   bool keep_inputs = false;
 };
 
+// The Stage kernel's direction: planes out (M, the short side, of 2 .. kStageMaxChannels
+// planes) or else interleaved out (N the short side).
+inline bool stage_planes_out(Problem const& p) { return p.rows <= kStageMaxChannels; }
+
 // For the kernels that walk a (batch..., M, N) output in order (rows, gather): the dim, M or a
 // batch dim, that holds the input's next run -- the least nonzero input stride among the dims
 // of two or more -- with its size and strides (size 1 where there is none).
