@@ -137,14 +137,13 @@ cudaError_t launch_with(Problem const& p, int planes, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-// C = `channels`, of 2 .. kMaxChannels (element mode, C * E <= 128) or .. kMaxVectorChannels;
-// the kernel writes the first `planes` planes.
-template <class T, bool kPack, bool kVector, int C = 2>
+// `channels` of 2 .. kMaxChannels (element mode, channels * E <= 128) or .. kMaxVectorChannels; the
+// kernel writes the first `planes` planes.
+template <class T, bool kPack, bool kVector>
 cudaError_t launch_channels(Problem const& p, int channels, int planes, cudaStream_t stream) {
   constexpr int kMax = kVector ? kMaxVectorChannels : (128 / int(sizeof(T)) < kMaxChannels ? 128 / int(sizeof(T)) : kMaxChannels);
-  if (channels == C) return launch_with<T, C, kPack, kVector>(p, planes, stream);
-  if constexpr (C < kMax) return launch_channels<T, kPack, kVector, C + 1>(p, channels, planes, stream);
-  return cudaErrorInvalidValue;
+  return with_channel_count<kMax>(
+      channels, [&](auto c) { return launch_with<T, decltype(c)::value, kPack, kVector>(p, planes, stream); });
 }
 
 }  // namespace interleave_detail

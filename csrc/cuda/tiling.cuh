@@ -6,6 +6,7 @@
 #include <cute/tensor.hpp>
 
 #include <climits>
+#include <type_traits>
 
 #include "work.h"
 
@@ -22,6 +23,15 @@ cudaError_t with_element_type(int bytes, F&& f) {
     case 8: return f(uint64_t{});
     case 16: return f(cute::uint128_t{});
   }
+  return cudaErrorInvalidValue;
+}
+
+// A short side's length made a template argument, for the kernels that unroll over it
+// (interleave, stage): calls f(std::integral_constant<int, C>{}) for C == count, of 2 .. kMax.
+template <int kMax, int C = 2, class F>
+cudaError_t with_channel_count(int count, F&& f) {
+  if (count == C) return f(std::integral_constant<int, C>{});
+  if constexpr (C < kMax) return with_channel_count<kMax, C + 1>(count, f);
   return cudaErrorInvalidValue;
 }
 
