@@ -318,7 +318,7 @@ bool contiguous_rows_output(Problem const& p) {
 
 // The (batch..., M, N) Problem of the kernels that walk the output in order where the output is
 // contiguous rows (gather, lanes, stage, fill), else nullopt with *why saying which fails.
-std::optional<Problem> contiguous_output_rows(Plan const& plan, std::string* why) {
+std::optional<Problem> output_walk_problem(Plan const& plan, std::string* why) {
   std::optional<Problem> p = output_rows_problem(plan);
   if (!p) return *why = "more than 8 dims", std::nullopt;
   if (!contiguous_rows_output(*p)) return *why = "the output is not contiguous rows", std::nullopt;
@@ -1207,17 +1207,17 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       return c;
     }
     case Kernel::Gather: {
-      if (!(c.problem = contiguous_output_rows(plan, why))) return std::nullopt;
+      if (!(c.problem = output_walk_problem(plan, why))) return std::nullopt;
       if (!aligned(c.problem->dst, 16)) return *why = "the output does not start on a 16-byte boundary", std::nullopt;
       c.width = 16;
       return c;
     }
     case Kernel::Lanes: {
-      if (!(c.problem = contiguous_output_rows(plan, why))) return std::nullopt;
+      if (!(c.problem = output_walk_problem(plan, why))) return std::nullopt;
       return c;
     }
     case Kernel::Stage: {
-      if (!(c.problem = contiguous_output_rows(plan, why))) return std::nullopt;
+      if (!(c.problem = output_walk_problem(plan, why))) return std::nullopt;
       int64_t const side = std::min(c.problem->rows, c.problem->cols);
       if (side < 2 || side > kStageMaxChannels)
         return *why = "no side of 2-" + std::to_string(kStageMaxChannels) + " elements", std::nullopt;
@@ -1226,7 +1226,7 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
     case Kernel::Fill: {
       if (!output_rows_repeat_one_element(plan))
         return *why = "the input does not read the output's innermost dim with stride 0", std::nullopt;
-      if (!(c.problem = contiguous_output_rows(plan, why))) return std::nullopt;
+      if (!(c.problem = output_walk_problem(plan, why))) return std::nullopt;
       c.lanes = fill_vectors_per_lane(c.problem->cols, c.problem->element_size) == 0;  // rows too short for a span
       if (!aligned(c.problem->dst, std::min(c.problem->element_size, 16)))
         return *why = "the output does not start on a multiple of its element size", std::nullopt;
