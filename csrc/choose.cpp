@@ -1141,8 +1141,10 @@ Device device_rules(int arch, bool tma, std::string const& name) {
   d.scattered_aten_split = d.scattered_gather_split = d.dense_batch_gather = arch == 90;  // measured on the H100 and the H200
   d.rows_gather = d.shared_sector_gather = d.padded_lean = d.element_tiles_give_way = d.element_aten_interleave =
       d.runs_together = arch == 90;  // found on the H200, held out on the H100
-  if (arch == 90 && name.find("H200") == std::string::npos)
+  if (arch == 90 && name.find("H200") == std::string::npos) {
     d.keep_inputs_from = int64_t(128) << 20;  // measured on the H100 alone (keeps_inputs)
+    d.near_broadcast_gather = true;           // measured on the H100 alone (near_broadcast)
+  }
   if (name.find("H200") != std::string::npos) {
     d.long_side_first = true;
     d.rows_threads = 128;
@@ -1550,10 +1552,13 @@ constexpr int64_t kScatteredReach = 512;
 
 // The least output stride over the dims the input reads with a stride under one sector, but
 // `skip` (INT64_MAX where there are none): how near in the output elements that share a sector lie.
-int64_t sector_neighbour_reach(Plan const& plan, int skip = -1) {
+// `stepped`: only over the dims the input steps along (a broadcast dim's elements share one
+// address, so its stride of 0 says nothing of its neighbours' sectors).
+int64_t sector_neighbour_reach(Plan const& plan, int skip = -1, bool stepped = false) {
   int64_t reach = INT64_MAX;
   for (int i = 0; i < plan.rank; ++i)
-    if (i != skip && plan.dims[i].in * plan.element_size < kSectorBytes) reach = std::min(reach, plan.dims[i].out);
+    if (i != skip && plan.dims[i].in * plan.element_size < kSectorBytes && !(stepped && plan.dims[i].in == 0))
+      reach = std::min(reach, plan.dims[i].out);
   return reach;
 }
 
@@ -2075,9 +2080,53 @@ std::optional<Choice> wide_broadcast_rows_run_aten(Plan const& plan, Choice cons
   return force(plan, Kernel::Aten, device, nullptr);
 }
 
+// Whether a broadcast input's distinct bytes fit in kGatherFootprint (a transpose's: on the copy
+// route ATen's copy already reads whole rows).
+bool cached_broadcast(Plan const& plan) {
+  return !plan.copy_route() && distinct_input_bytes(plan) <= kGatherFootprint;
+}
+
+// On a GPU whose rule it is (Device::near_broadcast_gather), broadcast picks of ATen's copy of
+// elements of up to 4 bytes run gather at any footprint where the input's neighbours lie near in
+// the output: on the copy route, or where the least output distance between elements that the
+// input reads with a nonzero stride under one sector (sector_neighbour_reach over the stepped
+// dims) is 2 to kNearBroadcastReach - 1 elements and the input's rows hold kNearBroadcastInputRow
+// bytes or more. There gather's 16-byte stores walk the output while its loads may find their
+// sectors still in L1 from a neighbouring lane or iteration, where ATen's copy stores one element
+// at a time (a reading of the figures, not profiled). Left out, as the grids below say: a reach
+// of one (the output's innermost dim read with a stride under a sector, off the copy route),
+// reaches from 2048 up, and shorter input rows. Measured on the H100 (ATen's copy and gather forced by name,
+// bit-checked, the better of two rounds beside clone, L2 flushed; docs/PERFORMANCE.md,
+// "Broadcast picks whose neighbours lie near"), on random permutes of ranks 3-5 with one dim
+// expanded to 2-64 that the H100 gives ATen's copy (2^21-2^26 elements):
+// - design (seeds 1 and 2, 1- to 8-byte elements): elements of up to 4 bytes with a reach under
+//   2048 ran gather at 1.24 x and 1.20 x (39 and 52 shapes), but 10 of seed 2's 52 more than 5%
+//   slower, six of them at a reach of one; copy routes and reaches of 2-1023 ran 1.38 x and
+//   1.36 x (19 and 31 shapes, one more than 5% slower on each);
+// - that rule on a fresh draw (seed 3, 1- to 4-byte elements, 219 shapes): 1.38 x, 0.74 -> 1.02
+//   of clone, copy routes 1.33 x (68, none slower), but 15 more than 5% slower (0.42-0.95 x), 12
+//   of them from input rows under 64 bytes (56 such shapes, 1.16 x): the input-row bound added;
+// - held out (seed 4, the rule as written here, 132 shapes, 8-212 us of copy): 1.52 x, 0.755 ->
+//   1.152 of clone (eager 0.755), copy routes 1.36 x (53, none slower), transposes 1.65 x (79);
+//   one more than 5% slower (uint8 (5, 109, 19, 22, 104) expanded in dim 3, permuted (2, 3, 4,
+//   1, 0), reach 545: 0.80 x); the 24 of 100 us or more 1.83 x.
+// The sweep's bfloat16 (105, 2, 77, 4, 977) expanded in dim 1, permuted (2, 4, 1, 0, 3): 0.30
+// -> 1.04 of clone; (15, 4, 85, 3, 634), the same way: 0.76 -> 0.75.
+constexpr int64_t kNearBroadcastReach = 1024;
+
+constexpr int64_t kNearBroadcastInputRow = 64;  // bytes
+
+bool near_broadcast(Plan const& plan, Device const& device) {
+  if (!device.near_broadcast_gather) return false;
+  if (plan.copy_route()) return true;
+  int64_t const reach = sector_neighbour_reach(plan, /*skip=*/-1, /*stepped=*/true);
+  return reach >= 2 && reach < kNearBroadcastReach &&
+         plan.dims[plan.n].size * plan.element_size >= kNearBroadcastInputRow;
+}
+
 std::optional<Choice> broadcast_gather(Plan const& plan, Choice const& pick, Device const& device) {
-  if (pick.kernel != Kernel::Aten || plan.copy_route() || tensor_element_size(plan) > 4 || !broadcast_input(plan) ||
-      distinct_input_bytes(plan) > kGatherFootprint)
+  if (pick.kernel != Kernel::Aten || tensor_element_size(plan) > 4 || !broadcast_input(plan) ||
+      !(cached_broadcast(plan) || near_broadcast(plan, device)))
     return std::nullopt;
   return force(plan, Kernel::Gather, device, nullptr);  // offered() takes every shape gather runs
 }
@@ -2308,8 +2357,12 @@ Choice moved_pick(Plan const& plan, Choice c, Device const& device, bool explain
     });
   if (auto gather = broadcast_gather(plan, c, device))
     return instead(*gather, [&] {
-      return "a broadcast input of " + std::to_string(distinct_input_bytes(plan)) +
-             " bytes, whose every load hits the cache: run gather";
+      if (cached_broadcast(plan))
+        return "a broadcast input of " + std::to_string(distinct_input_bytes(plan)) +
+               " bytes, whose every load hits the cache: run gather";
+      return std::string("a broadcast input of elements of up to 4 bytes whose neighbours lie near in the output (") +
+             (plan.copy_route() ? "the copy route" : "under " + std::to_string(kNearBroadcastReach) + " elements apart") +
+             "), on a GPU whose rule runs such picks of ATen's copy in gather: run gather";
     });
   if (reads_runs_together(plan, c, device)) {
     c.together = true;

@@ -173,6 +173,10 @@ struct Device {
   // Transposes of batches of small matrices, each whole and in order on both sides, run the
   // gather kernel (gather_takes_dense_batches, choose.cpp; every sm_90 GPU, device_rules).
   bool dense_batch_gather = false;
+  // Broadcast picks of ATen's copy of elements of up to 4 bytes run the gather kernel, whatever
+  // the input's footprint, on the copy route or where the input's neighbours lie near in the
+  // output (near_broadcast, choose.cpp).
+  bool near_broadcast_gather = false;
 };
 
 // `arch` and the rules of the GPU model named `name` (cudaDeviceProp::name, as

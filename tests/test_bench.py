@@ -662,7 +662,8 @@ def test_a_class_the_table_lacks_runs_its_familys_ranking(shape, expanded, dims,
         assert info["reason"].startswith(
             f"tuned for sm_90: family {family} ranks {table[family]} (the table has no class {own})"), info
         moved = info["reason"].endswith(("each repeat one input element: run fill",  # fill's rules, after the table
-                                         "not a vectored interleave: run fill"))
+                                         "not a vectored interleave: run fill")) or \
+            "whose neighbours lie near in the output" in info["reason"]  # the H100's near_broadcast, after it too
         assert moved or info["kernel"] in table[family].split(","), info
     if case:  # the cases chosen to exercise the lookup
         assert own not in table and family == tune_table.family_keys(own)[case == "other family"], info

@@ -410,7 +410,7 @@ BROADCAST_GATHER_CASES = [  # (kept shape, expanded shape, dims, dtype, runs gat
     ((2, 2, 1), (2, 2, 300000), (0, 2, 1), torch.float32, "fill"),         # output rows that repeat one
     ((1, 7, 3), (60000, 7, 3), (0, 2, 1), torch.float64, False),           # 8-byte dtype
     ((1, 4), (2**17, 4), (1, 0), torch.bfloat16, False),                   # small work
-    ((6, 1, 5), (6, 60000, 5), (1, 0, 2), torch.float32, False),           # the copy route
+    ((6, 1, 5), (6, 60000, 5), (1, 0, 2), torch.float32, "near"),          # the copy route: the H100's near_broadcast
 ]
 
 
@@ -429,12 +429,42 @@ def test_gather_runs_broadcast_inputs_whose_bytes_fit_the_cache(case):
     if runs == "sectors":  # gather's lanes share sectors (gather_takes_shared_sectors)
         assert info["kernel"] == "gather" and "share sectors in the input" in info["reason"], info
         return
+    if runs == "near":  # not the cache's rule: the H100's for inputs whose neighbours lie near
+        assert "every load hits the cache" not in info["reason"] and "neighbours lie near" in info["reason"], info
+        return
     assert (info["kernel"] == "gather") == runs, info
-    assert ("a broadcast input of" in info["reason"]) == runs, info["reason"]
+    assert ("whose every load hits the cache" in info["reason"]) == runs, info["reason"]
+
+
+# On the H100 (choose.cpp, near_broadcast), broadcast picks of ATen's copy of elements of up to 4
+# bytes run gather at any footprint on the copy route, or where the least output distance between
+# elements the input reads with a nonzero stride under one sector (the reach) is 2-1023 elements
+# and the input's rows hold 64 bytes or more; the H200 keeps ATen's copy.
+NEAR_BROADCAST_CASES = [  # (kept shape, expanded shape, dims, dtype, runs gather on the H100)
+    ((7, 1, 21, 130), (7, 202, 21, 130), (2, 0, 1, 3), torch.float32, True),           # the copy route
+    ((1, 31, 22527), (12, 31, 22527), (2, 0, 1), torch.bfloat16, True),                  # reach 372
+    ((2, 58, 1, 95, 119), (2, 58, 42, 95, 119), (3, 2, 4, 1, 0), torch.uint8, True),     # reach 116
+    ((412, 2432, 1), (412, 2432, 5), (2, 1, 0), torch.float32, True),                    # reach 412
+    ((6097, 47, 1), (6097, 47, 13), (2, 1, 0), torch.uint8, False),                      # reach 6097
+    ((113354, 1, 7), (113354, 4, 7), (2, 1, 0), torch.bfloat16, False),                 # reach 1
+    ((1, 5, 3699, 31), (38, 5, 3699, 31), (3, 0, 2, 1), torch.uint8, False),            # reach 5, input rows of 31 bytes
+    ((2, 1, 3, 24913, 12), (2, 2, 3, 24913, 12), (3, 4, 1, 0, 2), torch.float64, False),  # 8-byte elements
+]
+
+
+@pytest.mark.parametrize("case", NEAR_BROADCAST_CASES, ids=broadcast_id)
+def test_gather_runs_broadcast_picks_whose_neighbours_lie_near_on_the_h100(case):
+    kept, shape, dims, dtype, runs = case
+    x = torch.empty(kept, dtype=dtype, device="meta").expand(shape)
+    h100, h200 = (cute_transpose.explain(x, dims, gpu=gpu)["cuda"] for gpu in (None, "NVIDIA H200"))
+    assert h200["kernel"] == "aten", h200
+    assert h100["kernel"] == ("gather" if runs else "aten"), h100
+    assert ("neighbours lie near" in h100["reason"]) == runs, h100["reason"]
 
 
 @needs_cuda
-@pytest.mark.parametrize("case", [c for c in BROADCAST_GATHER_CASES if c[4] in (True, "sectors")], ids=broadcast_id)
+@pytest.mark.parametrize("case", [c for c in BROADCAST_GATHER_CASES if c[4] in (True, "sectors", "near")] +
+                         [c for c in NEAR_BROADCAST_CASES if c[4]], ids=broadcast_id)
 def test_broadcast_inputs_that_run_gather_write_every_element(case):
     kept, shape, dims, dtype, _ = case
     x = random_tensor(kept, dtype, "cuda").expand(shape)

@@ -200,7 +200,9 @@ def explain(x: Tensor, dims: Optional[Sequence[int]] = None, *, kernel: Optional
     be scattered, else in gather, and transposes of elements up to 4 bytes that the table gives
     ATen's copy in gather where the lanes of its loads share 32-byte sectors; and it does not
     have the kernels ask the caches to keep a large transpose's input lines, as
-    the H100 does from 128 MiB of output loaded in 16-byte vectors). A CUDA tensor's own
+    the H100 does from 128 MiB of output loaded in 16-byte vectors, nor run in gather the
+    broadcast picks of ATen's copy of elements of up to 4 bytes whose neighbours lie near in the
+    output, as the H100 does). A CUDA tensor's own
     device is described, whatever ``gpu`` says.
     ``kernel=`` names one of KERNELS to describe instead of the chooser's pick (an error if it
     cannot run the permute), or one of its forms as ``torch.ops.cute_transpose._permute_with``
