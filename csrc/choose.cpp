@@ -2109,7 +2109,9 @@ bool cached_broadcast(Plan const& plan) {
 // - held out (seed 4, the rule as written here, 132 shapes, 8-212 us of copy): 1.52 x, 0.755 ->
 //   1.152 of clone (eager 0.755), copy routes 1.36 x (53, none slower), transposes 1.65 x (79);
 //   one more than 5% slower (uint8 (5, 109, 19, 22, 104) expanded in dim 3, permuted (2, 3, 4,
-//   1, 0), reach 545: 0.80 x); the 24 of 100 us or more 1.83 x.
+//   1, 0), reach 545: 0.80 x); the 24 of 100 us or more 1.83 x;
+// - held out on larger tensors (seed 5, 2^26-2^28 elements, 139-828 us of copy): 120 shapes at
+//   1.62 x, 0.760 -> 1.228 of clone, none slower (1.05 x and up).
 // The sweep's bfloat16 (105, 2, 77, 4, 977) expanded in dim 1, permuted (2, 4, 1, 0, 3): 0.30
 // -> 1.04 of clone; (15, 4, 85, 3, 634), the same way: 0.76 -> 0.75.
 constexpr int64_t kNearBroadcastReach = 1024;
