@@ -218,11 +218,14 @@ def best_of_rounds(ops: dict[str, Callable[[], object]], timer: Timer, rounds: i
     return {name: round(min(t) * 1e3, 3) for name, t in times.items()}
 
 
-def grid_script_main(argv: Optional[Sequence[str]], doc: str, seed: int, grid_lines: Callable[[int], list[str]],
-                     measure: Callable[[int, float], list[dict]], summary: Callable[[list[dict]], str]) -> int:
+def grid_script_main(argv: Optional[Sequence[str]], doc: str, seed: int, grid_lines: Callable[..., list[str]],
+                     measure: Callable[..., list[dict]], summary: Callable[[list[dict]], str],
+                     flags: Optional[dict[str, str]] = None) -> int:
     """The command line of a script that times a seeded grid of random shapes
-    (bench/interleave_small.py, bench/lanes_small.py): --seed, --budget (seconds of timing) and
-    --out (the rows as JSON); the summary last. Without a GPU it lists the grid's first shapes."""
+    (bench/interleave_small.py, bench/lanes_small.py, bench/near_broadcast.py): --seed, --budget
+    (seconds of timing) and --out (the rows as JSON); the summary last. Without a GPU it lists the
+    grid's first shapes. `flags`: switches of the script's own (name: help), passed to grid_lines
+    and measure as keyword arguments."""
     import argparse
     import json
 
@@ -230,12 +233,15 @@ def grid_script_main(argv: Optional[Sequence[str]], doc: str, seed: int, grid_li
     parser.add_argument("--seed", type=int, default=seed)
     parser.add_argument("--budget", type=float, default=120.0, help="seconds of timing, at most")
     parser.add_argument("--out", type=Path, help="write the rows as JSON")
+    for name, text in (flags or {}).items():
+        parser.add_argument(f"--{name}", action="store_true", help=text)
     args = parser.parse_args(argv)
+    options = {name: getattr(args, name) for name in flags or {}}
     if not torch.cuda.is_available():
         print("This script times CUDA kernels; this machine has no GPU. The grid it would time:")
-        print("\n".join("  " + line for line in grid_lines(args.seed)[:10]))
+        print("\n".join("  " + line for line in grid_lines(args.seed, **options)[:10]))
         return 0
-    rows = measure(args.seed, args.budget)
+    rows = measure(args.seed, args.budget, **options)
     if args.out:
         args.out.write_text(json.dumps(rows, indent=1))
     print(summary(rows))

@@ -15,7 +15,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import cases, harness, interleave_small, lanes_small, summary, sweep_cases, sweep_report, tile_shapes, tune_grid, tune_table  # noqa: E402
+from bench import cases, harness, interleave_small, lanes_small, near_broadcast, summary, sweep_cases, sweep_report, tile_shapes, tune_grid, tune_table  # noqa: E402
 from bench.cases import Cell, View  # noqa: E402
 from bench.harness import OpSpec, Result, make_input, run_cell, same_bits, slabs  # noqa: E402
 
@@ -1162,6 +1162,28 @@ def test_lanes_small_grid_and_its_summary():
     # (1.5 x 0.5) ** 0.5; gather, lanes and stage by name timed once, stage at twice lanes' speed
     assert "| 2-D | 2 | 0.866 | 1 | 0.500 | 0.866 | 2.000 | 2.000 | 1 of 1 |" in text
     assert "| 3-5 dims | 0 |" in text and "float32" not in text
+
+
+def test_near_broadcast_grid_and_its_summary():
+    import cute_transpose
+    grid = near_broadcast.grid(4, tries=3000)
+    assert grid and grid == near_broadcast.grid(4, tries=3000) != near_broadcast.grid(6, tries=3000)  # seeded
+    assert [r["route"] for r in grid[:4]] == ["transpose", "copy"] * 2  # the routes alternate
+    for r in grid:  # broadcast permutes of 1-4-byte elements the H100 runs in gather by the rule, not on the H200
+        x = harness.meta_input(tuple(r["shape"]), r["dtype"], cases.View("expand", r["view"][1], 0))
+        assert 2 ** 21 <= x.numel() <= 2 ** 26 and x.element_size() <= 4 and x.stride(r["view"][1]) == 0
+        h100, h200 = (cute_transpose.explain(x, r["dims"], gpu=gpu)["cuda"] for gpu in (None, "NVIDIA H200"))
+        assert h100["kernel"] == "gather" and near_broadcast.RULE in h100["reason"] and h200["kernel"] == "aten"
+        assert r["route"] == "copy" or 2 <= r["reach"] < 1024
+    # made-up times: one copy route at twice ATen's copy's speed, one transpose at half of it
+    rows = [{"route": "copy", "reach": 1, "dtype": "float32",
+             "us": {"clone": 4.0, "eager": 8.0, "ours": 4.0, "aten": 8.0, "gather": 4.0}},
+            {"route": "transpose", "reach": 300, "dtype": "uint8",
+             "us": {"clone": 4.0, "eager": 4.0, "ours": 8.0, "aten": 4.0, "gather": 8.0}}]
+    text = near_broadcast.summary(rows)
+    assert "| copy route | 1 | 2.000 | 0 | 2.000 | 2.000 | 0.500 | 1.000 |" in text
+    assert "| reach 256-1023 | 1 | 0.500 | 1 | 0.500 | 0.500 | 1.000 | 0.500 |" in text
+    assert "| every | 2 | 1.000 | 1 | 0.500 | 1.000 | 0.707 | 0.707 |" in text and "bfloat16" not in text
 
 
 def test_the_layouts_grid_draws_copies_of_every_family_within_its_bounds():
