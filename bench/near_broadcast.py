@@ -17,6 +17,7 @@ rule) and the pick's against eager, by route, element type and reach.
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 import sys
@@ -80,7 +81,7 @@ def grid(seed: int, big: bool = False, want: int = 400, tries: int = 20000) -> l
                 break
     copies = [r for r in rows if r["route"] == "copy"]
     others = [r for r in rows if r["route"] != "copy"]
-    return [r for pair in zip(others + [None] * len(copies), copies + [None] * len(others)) for r in pair if r][:len(rows)]
+    return [r for pair in itertools.zip_longest(others, copies) for r in pair if r is not None]
 
 
 def measure(seed: int, budget_s: float, big: bool = False) -> list[dict]:

@@ -2095,8 +2095,9 @@ bool cached_broadcast(Plan const& plan) {
 // sectors still in L1 from a neighbouring lane or iteration, where ATen's copy stores one element
 // at a time (a reading of the figures, not profiled). Left out, as the grids below say: a reach
 // of one (the output's innermost dim read with a stride under a sector, off the copy route),
-// reaches from 2048 up, and shorter input rows. Measured on the H100 (ATen's copy and gather forced by name,
-// bit-checked, the better of two rounds beside clone, L2 flushed; docs/PERFORMANCE.md,
+// shorter input rows, and reaches of kNearBroadcastReach and up (from 2048 up gather fell behind
+// on seed 1; 1024-2047 were never held out). Measured on the H100 (ATen's copy and gather forced
+// by name, bit-checked, the better of two rounds beside clone, L2 flushed; docs/PERFORMANCE.md,
 // "Broadcast picks whose neighbours lie near"), on random permutes of ranks 3-5 with one dim
 // expanded to 2-64 that the H100 gives ATen's copy (2^21-2^26 elements):
 // - design (seeds 1 and 2, 1- to 8-byte elements): elements of up to 4 bytes with a reach under
