@@ -3,12 +3,13 @@
 gather kernel, on a seeded grid of random shapes: the measurement behind that rule
 (csrc/choose.cpp, near_broadcast; docs/PERFORMANCE.md, "Broadcast picks whose neighbours lie near").
 
-    PYTHONPATH=python python3 bench/near_broadcast.py [--seed 4] [--big] [--budget 100] [--out FILE.json]
+    PYTHONPATH=python python3 bench/near_broadcast.py [--seed 4] [--big] [--far] [--budget 100] [--out FILE.json]
 
 Each shape: a random permute of three to five dims, one of them expanded (stride 0) to 2-64, of
 uint8, bfloat16, float16 or float32 elements, 2^21-2^26 of them (--big: 2^26-2^28), kept where
 the H100's chooser runs it in gather by that rule (the copy route, or a reach of 2-1023 from input
-rows of 64 bytes or more). Copy routes and transposes alternate, so that a budget cut keeps both.
+rows of 64 bytes or more; --far: kept instead where the chooser leaves ATen's copy on a transpose
+of input rows of 64 bytes or more at a reach of 1024-4095, the band past the rule's bound). Copy routes and transposes alternate, so that a budget cut keeps both.
 Each shape's permute (the pick), ATen's copy and gather by name and eager permute are checked
 bit-exactly against torch, then timed beside clone (do_bench median, L2 flushed), round-robin,
 the better of two rounds. The summary: gather's speed against ATen's copy (the pick before the
@@ -38,6 +39,7 @@ from bench.summary import geomean
 DTYPES = ("uint8", "bfloat16", "float16", "float32")
 SIZES = {False: (21, 26), True: (26, 28)}  # log2 of the element count; True: --big
 RULE = "neighbours lie near"  # in explain()'s reason where the rule moved the pick
+FAR = (1024, 4096)  # --far: the reaches past the rule's bound (kNearBroadcastReach)
 
 
 def reach(info: dict) -> Optional[int]:
@@ -63,9 +65,20 @@ def draw(rng: random.Random, big: bool) -> tuple[tuple[int, ...], tuple[int, ...
     return shape, tuple(dims), rng.choice(DTYPES), View("expand", expanded, 0)
 
 
-def grid(seed: int, big: bool = False, want: int = 400, tries: int = 20000) -> list[dict]:
-    """The shapes of `tries` draws that the rule moves to gather (at most `want`), as rows
-    without timings, copy routes and transposes alternating."""
+def kept(info: dict, far: bool) -> bool:
+    """Whether the grid keeps a shape the H100's chooser explains as `info`: one the rule moved to
+    gather, or (far) one of ATen's copy past the rule's reach, from input rows of 64 bytes or more."""
+    if not far:
+        return info["kernel"] == "gather" and RULE in info["reason"]
+    near = reach(info)
+    return (info["kernel"] == "aten" and info["route"] != "copy" and near is not None and FAR[0] <= near < FAR[1]
+            and info["dims"][info["n"]][0] * info["element_size"] >= 64)
+
+
+def grid(seed: int, big: bool = False, far: bool = False, want: int = 400, tries: Optional[int] = None) -> list[dict]:
+    """The shapes of `tries` draws that the grid keeps (at most `want`), as rows without timings,
+    copy routes and transposes alternating."""
+    tries = tries or (80000 if far else 20000)  # one draw in about 500 lands in the far band
     rng = random.Random(seed)
     low, high = SIZES[big]
     rows = []
@@ -74,7 +87,7 @@ def grid(seed: int, big: bool = False, want: int = 400, tries: int = 20000) -> l
         if not 2 ** low <= math.prod(shape) <= 2 ** high:
             continue
         info = ext().explain(meta_input(shape, dtype, view), list(dims))["cuda"]
-        if info["kernel"] == "gather" and RULE in info["reason"]:
+        if kept(info, far):
             rows.append({"shape": list(shape), "dims": list(dims), "dtype": dtype, "view": ["expand", view.dim, 0],
                          "route": info["route"], "reach": reach(info), "class": info["class"]})
             if len(rows) >= want:
@@ -84,9 +97,9 @@ def grid(seed: int, big: bool = False, want: int = 400, tries: int = 20000) -> l
     return [r for pair in itertools.zip_longest(others, copies) for r in pair if r is not None]
 
 
-def measure(seed: int, budget_s: float, big: bool = False) -> list[dict]:
+def measure(seed: int, budget_s: float, big: bool = False, far: bool = False) -> list[dict]:
     device, timer, start = torch.device("cuda"), do_bench_timer(5, 20), time.time()
-    cells, rows = grid(seed, big), []
+    cells, rows = grid(seed, big, far), []
     progress = Progress(len(cells))
     for row in cells:
         if time.time() - start > budget_s:
@@ -112,7 +125,7 @@ def summary(rows: list[dict]) -> str:
     groups = [("copy route", lambda r: r["route"] == "copy"), ("transposes", lambda r: r["route"] != "copy")]
     groups += [(d, lambda r, d=d: r["dtype"] == d) for d in DTYPES]
     groups += [(f"reach {lo}-{hi - 1}", lambda r, lo=lo, hi=hi: r["route"] != "copy" and lo <= r["reach"] < hi)
-               for lo, hi in ((2, 64), (64, 256), (256, 1024))]
+               for lo, hi in ((2, 64), (64, 256), (256, 1024), (1024, 2048), (2048, 4096))]
     for label, keep in groups + [("every", lambda r: True)]:
         some = [r for r in rows if keep(r)]
         if not some:
@@ -125,14 +138,15 @@ def summary(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def grid_lines(seed: int, big: bool = False) -> list[str]:
+def grid_lines(seed: int, big: bool = False, far: bool = False) -> list[str]:
     """The grid's shapes in words."""
     return [f"{r['shape']} expanded in dim {r['view'][1]}, permuted {r['dims']}, {r['dtype']} ({r['route']}, "
-            f"reach {r['reach']})" for r in grid(seed, big)]
+            f"reach {r['reach']})" for r in grid(seed, big, far)]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    return grid_script_main(argv, __doc__, 4, grid_lines, measure, summary, flags={"big": "2^26-2^28 elements"})
+    return grid_script_main(argv, __doc__, 4, grid_lines, measure, summary, flags={"big": "2^26-2^28 elements",
+                                                                                      "far": "ATen's copy at reaches of 1024-4095"})
 
 
 if __name__ == "__main__":

@@ -2095,11 +2095,11 @@ bool cached_broadcast(Plan const& plan) {
 // sectors still in L1 from a neighbouring lane or iteration, where ATen's copy stores one element
 // at a time (a reading of the figures, not profiled). Left out, as the grids below say: a reach
 // of one (the output's innermost dim read with a stride under a sector, off the copy route),
-// shorter input rows, and reaches of kNearBroadcastReach and up (from 2048 up gather fell behind
-// on seed 1; 1024-2047 were never held out). Measured on the H100 (ATen's copy and gather forced
-// by name, bit-checked, the better of two rounds beside clone, L2 flushed; docs/PERFORMANCE.md,
-// "Broadcast picks whose neighbours lie near"), on random permutes of ranks 3-5 with one dim
-// expanded to 2-64 that the H100 gives ATen's copy (2^21-2^26 elements):
+// shorter input rows, and reaches of kNearBroadcastReach and up (the last item below). Measured
+// on the H100 (ATen's copy and gather forced by name, bit-checked, the better of two rounds beside
+// clone, L2 flushed; docs/PERFORMANCE.md, "Broadcast picks whose neighbours lie near"), on random
+// permutes of ranks 3-5 with one dim expanded to 2-64 that the H100 gives ATen's copy (2^21-2^26
+// elements):
 // - design (seeds 1 and 2, 1- to 8-byte elements): elements of up to 4 bytes with a reach under
 //   2048 ran gather at 1.24 x and 1.20 x (39 and 52 shapes), but 10 of seed 2's 52 more than 5%
 //   slower, six of them at a reach of one; copy routes and reaches of 2-1023 ran 1.38 x and
@@ -2113,6 +2113,10 @@ bool cached_broadcast(Plan const& plan) {
 //   1, 0), reach 545: 0.80 x); the 24 of 100 us or more 1.83 x;
 // - held out on larger tensors (seed 5, 2^26-2^28 elements, 139-828 us of copy): 120 shapes at
 //   1.62 x, 0.760 -> 1.228 of clone, none slower (1.05 x and up).
+// - past the bound (bench/near_broadcast.py --far, seeds 6 and 7: transposes left on ATen's copy
+//   at a reach of 1024-4095): 1024-2047 ran gather at 1.24 x and 1.25 x over 83 and 89 shapes,
+//   but 16 of the 172 more than 5% slower (0.64-0.95 x), sharing no element type, rank or size;
+//   2048-4095 1.10 x and 1.08 x, a quarter of them slower.
 // The sweep's bfloat16 (105, 2, 77, 4, 977) expanded in dim 1, permuted (2, 4, 1, 0, 3): 0.30
 // -> 1.04 of clone; (15, 4, 85, 3, 634), the same way: 0.76 -> 0.75.
 constexpr int64_t kNearBroadcastReach = 1024;

@@ -1175,6 +1175,13 @@ def test_near_broadcast_grid_and_its_summary():
         h100, h200 = (cute_transpose.explain(x, r["dims"], gpu=gpu)["cuda"] for gpu in (None, "NVIDIA H200"))
         assert h100["kernel"] == "gather" and near_broadcast.RULE in h100["reason"] and h200["kernel"] == "aten"
         assert r["route"] == "copy" or 2 <= r["reach"] < 1024
+    far = near_broadcast.grid(6, far=True, tries=8000)
+    assert far and not {tuple(r["shape"]) for r in far} & {tuple(r["shape"]) for r in near_broadcast.grid(6, tries=8000)}
+    for r in far:  # --far: transposes the H100 leaves on ATen's copy, at reaches past the rule's bound
+        info = cute_transpose.explain(harness.meta_input(tuple(r["shape"]), r["dtype"], cases.View("expand", r["view"][1], 0)),
+                                      r["dims"])["cuda"]
+        assert info["kernel"] == "aten" and info["route"] == "transpose" and 1024 <= r["reach"] < 4096
+        assert info["dims"][info["n"]][0] * info["element_size"] >= 64
     # made-up times: one copy route at twice ATen's copy's speed, one transpose at half of it
     rows = [{"route": "copy", "reach": 1, "dtype": "float32",
              "us": {"clone": 4.0, "eager": 8.0, "ours": 4.0, "aten": 8.0, "gather": 4.0}},
