@@ -9,8 +9,8 @@ Each shape: a random permute of three to five dims, one of them expanded (stride
 uint8, bfloat16, float16 or float32 elements, 2^21-2^26 of them (--big: 2^26-2^28), kept where
 the H100's chooser runs it in gather by that rule (the copy route, or a reach of 2-1023 from input
 rows of 64 bytes or more; --far: kept instead where the chooser leaves ATen's copy on a transpose
-of input rows of 64 bytes or more at a reach of 1024-4095, the band past the rule's bound). Copy routes and transposes alternate, so that a budget cut keeps both.
-Each shape's permute (the pick), ATen's copy and gather by name and eager permute are checked
+of input rows of 64 bytes or more at a reach of 1024-4095, the band past the rule's bound). Copy
+routes and transposes alternate, so that a budget cut keeps both. Each shape's permute (the pick), ATen's copy and gather by name and eager permute are checked
 bit-exactly against torch, then timed beside clone (do_bench median, L2 flushed), round-robin,
 the better of two rounds. The summary: gather's speed against ATen's copy (the pick before the
 rule) and the pick's against eager, by route, element type and reach.
