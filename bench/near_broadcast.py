@@ -10,10 +10,11 @@ uint8, bfloat16, float16 or float32 elements, 2^21-2^26 of them (--big: 2^26-2^2
 the H100's chooser runs it in gather by that rule (the copy route, or a reach of 2-1023 from input
 rows of 64 bytes or more; --far: kept instead where the chooser leaves ATen's copy on a transpose
 of input rows of 64 bytes or more at a reach of 1024-4095, the band past the rule's bound). Copy
-routes and transposes alternate, so that a budget cut keeps both. Each shape's permute (the pick), ATen's copy and gather by name and eager permute are checked
-bit-exactly against torch, then timed beside clone (do_bench median, L2 flushed), round-robin,
-the better of two rounds. The summary: gather's speed against ATen's copy (the pick before the
-rule) and the pick's against eager, by route, element type and reach.
+routes and transposes alternate, so that a budget cut keeps both. Each shape's permute (the
+pick), ATen's copy and gather by name and eager permute are checked bit-exactly against torch,
+then timed beside clone (do_bench median, L2 flushed), round-robin, the better of two rounds.
+The summary: gather's speed against ATen's copy (the pick before the rule) and the pick's against
+eager, by route, element type and reach.
 """
 
 from __future__ import annotations
@@ -145,8 +146,8 @@ def grid_lines(seed: int, big: bool = False, far: bool = False) -> list[str]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    return grid_script_main(argv, __doc__, 4, grid_lines, measure, summary, flags={"big": "2^26-2^28 elements",
-                                                                                      "far": "ATen's copy at reaches of 1024-4095"})
+    flags = {"big": "2^26-2^28 elements", "far": "ATen's copy at reaches of 1024-4095"}
+    return grid_script_main(argv, __doc__, 4, grid_lines, measure, summary, flags=flags)
 
 
 if __name__ == "__main__":
