@@ -41,6 +41,7 @@ DTYPES = ("uint8", "bfloat16", "float16", "float32")
 SIZES = {False: (21, 26), True: (26, 28)}  # log2 of the element count; True: --big
 RULE = "neighbours lie near"  # in explain()'s reason where the rule moved the pick
 FAR = (1024, 4096)  # --far: the reaches past the rule's bound (kNearBroadcastReach)
+INPUT_ROW = 64  # bytes: the rule's least input row (kNearBroadcastInputRow)
 
 
 def reach(info: dict) -> Optional[int]:
@@ -68,12 +69,12 @@ def draw(rng: random.Random, big: bool) -> tuple[tuple[int, ...], tuple[int, ...
 
 def kept(info: dict, far: bool) -> bool:
     """Whether the grid keeps a shape the H100's chooser explains as `info`: one the rule moved to
-    gather, or (far) one of ATen's copy past the rule's reach, from input rows of 64 bytes or more."""
+    gather, or (far) one of ATen's copy past the rule's reach, from input rows of INPUT_ROW bytes or more."""
     if not far:
         return info["kernel"] == "gather" and RULE in info["reason"]
     near = reach(info)
     return (info["kernel"] == "aten" and info["route"] != "copy" and near is not None and FAR[0] <= near < FAR[1]
-            and info["dims"][info["n"]][0] * info["element_size"] >= 64)
+            and info["dims"][info["n"]][0] * info["element_size"] >= INPUT_ROW)
 
 
 def grid(seed: int, big: bool = False, far: bool = False, want: int = 400, tries: Optional[int] = None) -> list[dict]:
