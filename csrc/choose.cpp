@@ -258,6 +258,23 @@ bool long_side_first(Problem const& p, TileDims t, Device const& device) {
   return device.long_side_first && !output_splits_sectors(p) && tiles_m(p, t) >= tiles_n(p, t);
 }
 
+// On a GPU whose rule it is (Device::kept_m_first), the tile and lean kernels whose loads keep
+// the input's lines (Problem::keep_inputs, set before this is asked) walk m-tiles first wherever
+// the output's rows are no longer than the input's (rows <= cols) and the n-tiles fit in the lean
+// kernel's blockIdx.y. On the H100 (docs/PERFORMANCE.md, "Kept transposes walked m-tiles first":
+// a probe build that switched the walk, the pick otherwise as it is, bit-checked, the better of
+// three rounds in alternating order), m-tiles first against n-tiles first on transposes that keep
+// their input lines: on 93 held-out ones of 128 MiB-1 GiB (random 2-D and batched shapes, 1- to
+// 8-byte elements) 1.034 x over the 35 with rows <= cols (0.983-1.359 x; uint8 1040 x 576256
+// 0.556 -> 0.756 of clone) and 0.972 x over the 58 others (0.688-1.084 x; tall ones lose most:
+// uint8 531872 x 1360 0.913 -> 0.629); before them, on the benchmark's matrices, the sweep's cells
+// and 40 other held-out shapes, 1.037 x over 56 (0.998-1.346 x) and 0.966 x over 31. Under 128 MiB,
+// without kept lines, m-tiles first was no better where rows <= cols (1.008 x over 42, seven more
+// than 1% slower, to 0.884 x): the rule asks for kept lines.
+bool kept_m_first(Problem const& p, TileDims t, Device const& device) {
+  return device.kept_m_first && p.keep_inputs && p.rows <= p.cols && tiles_n(p, t) <= kMaxGridYZ;
+}
+
 // The tile shape on `device`. Where its rule leaves out the Large configuration
 // (Device::large_tiles; device_rules, after this namespace, has the measurements), the matrices
 // that would take it take the shape the rest of the rule picks, or wide tiles for full matrices
@@ -1091,7 +1108,8 @@ std::vector<Kernel> fallback_ranking(Plan const& plan) {
 //     0.969. Where n-tiles outnumber m-tiles it loses (float32 8192 x 32768: 0.940 -> 0.918;
 //     uint8 16384^2 in tall tiles 0.861 -> 0.780), and 64 x 1024^2 float32 runs alike either way.
 //     On the H100, m-tiles first ran aligned 8192^2 at 0.960 against 0.961 (float32) and 0.957
-//     against 0.964 (bfloat16): its rule keeps n-tiles first.
+//     against 0.964 (bfloat16) with plain loads: its rule keeps n-tiles first but where the loads
+//     keep the input's lines (kept_m_first).
 //   - The rows kernel's 16-byte vectors in blocks of 128 threads (two vectors each) instead of
 //     512: (8, 4096, 4096) bfloat16 permuted (1, 0, 2) 0.959 -> 0.985, float32 0.974 -> 1.000,
 //     (2048, 49, 3, 32) float32 (0, 2, 1, 3) 0.943 -> 0.957, (8, 1024, 16, 128) float64 0.988
@@ -1144,6 +1162,7 @@ Device device_rules(int arch, bool tma, std::string const& name) {
   if (arch == 90 && name.find("H200") == std::string::npos) {
     d.keep_inputs_from = int64_t(128) << 20;  // measured on the H100 alone (keeps_inputs)
     d.near_broadcast_gather = true;           // measured on the H100 alone (near_broadcast)
+    d.kept_m_first = true;                    // measured on the H100 alone (kept_m_first)
   }
   if (name.find("H200") != std::string::npos) {
     d.long_side_first = true;
@@ -1248,8 +1267,8 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
         return *why = "column tiles move one element per access, and " + std::to_string(c.width) + "-byte vectors fit",
                std::nullopt;
       TileDims const t = tile_dims(p.element_size, c.width, c.shape);
-      c.problem->m_first = walk_m_first(p, t) || long_side_first(p, t, device);
       c.problem->keep_inputs = keeps_inputs(p, c.width, device);
+      c.problem->m_first = walk_m_first(p, t) || long_side_first(p, t, device) || kept_m_first(p, t, device);
       if (tile_too_empty(p, c.width, c.shape))
         return *why = std::string("its ") + tile_shape_name(c.shape) + " tiles would be a quarter full or less", std::nullopt;
       return c;
@@ -1325,8 +1344,9 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       if (!small_grid_fits(p, lean_tile(p.element_size, c.shape), why)) return std::nullopt;
       c.width = lean_width(p, true);
       c.out_width = lean_width(p, false);
-      c.problem->m_first = long_side_first(p, lean_tile(p.element_size, c.shape), device);
       c.problem->keep_inputs = keeps_inputs(p, c.width, device);
+      c.problem->m_first = long_side_first(p, lean_tile(p.element_size, c.shape), device) ||
+                           kept_m_first(p, lean_tile(p.element_size, c.shape), device);
       return c;
     case Kernel::Words: {
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;

@@ -97,6 +97,9 @@ struct Device {
   // for 4-byte elements also mostly full ones: tile_shape, choose.cpp) runs in it; where false,
   // in wide tiles (1-byte elements) or the lean kernel's large tiles (4-byte elements).
   bool large_tiles = true;
+  // Where the tile or lean kernel keeps its input lines (keep_inputs_from), it walks m-tiles first
+  // wherever the output's rows are no longer than the input's (kept_m_first, choose.cpp).
+  bool kept_m_first = false;
   // Row copies in vectors under 16 bytes run the gather kernel wherever the rows kernel's
   // divisions per byte pass what gather's loads of one element each cost (gather_takes_rows).
   bool rows_gather = false;

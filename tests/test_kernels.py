@@ -659,6 +659,32 @@ def test_tma_and_pipelined_loads_keep_input_lines_by_the_same_rule(kernel, shape
     assert "kept" not in h200["config"], h200
 
 
+# On the H100, the tile and lean kernels that keep their input lines walk m-tiles first wherever
+# the output's rows are no longer than the input's (choose.cpp, kept_m_first): not tall
+# transposes, not those under 128 MiB, not where the n-tiles pass blockIdx.y's limit in the lean
+# kernel. The H200 walks by its own rule (m-tiles first where there are at least as many of
+# them: tested below), not this one.
+@pytest.mark.parametrize("shape, dims, dtype, kernel, h100, h200", [
+    ((4096, 8192), (1, 0), torch.float32, "tile", True, True),
+    ((8192, 8192), (1, 0), torch.float32, "tile", True, True),      # square: 128 m-tiles, 64 n-tiles
+    ((8192, 8192), (1, 0), torch.bfloat16, "tile", True, True),
+    ((8192, 4096), (1, 0), torch.float32, "tile", False, True),     # tall
+    ((4096, 8188), (1, 0), torch.float32, "tile", False, True),     # just under 128 MiB: plain loads
+    ((144, 1044448), (1, 0), torch.float32, "tile", True, False),   # 0.838 -> 0.956 of clone
+    ((2096, 217152), (1, 0), torch.uint8, "lean", True, False),     # 0.576 -> 0.774
+    ((972528, 176), (1, 0), torch.bfloat16, "lean", False, True),   # m-first: 0.928 -> 0.698
+    ((3, 705824, 336), (0, 2, 1), torch.uint8, "lean", False, True),
+    ((2, 11456, 4240), (0, 2, 1), torch.bfloat16, "tile", False, False),  # tall, more n-tiles: 0.943 -> 0.912
+    ((64, 4200000), (1, 0), torch.uint8, "lean", False, False),     # 65625 n-tiles
+])
+def test_kept_transposes_walk_m_first_where_output_rows_are_no_longer(shape, dims, dtype, kernel, h100, h200):
+    x = torch.empty(shape, dtype=dtype, device="meta")
+    on = {gpu: cute_transpose.explain(x, dims, kernel=kernel, gpu=gpu)["cuda"] for gpu in (None, "NVIDIA H200")}
+    for gpu, m_first in ((None, h100), ("NVIDIA H200", h200)):
+        assert on[gpu]["kernel"] == kernel, on[gpu]
+        assert ("m-tiles first" in on[gpu]["config"]) == m_first, (gpu, on[gpu])
+
+
 def sanitizer_kept_cases():
     """scripts/sanitize_cases.py's KEPT: the sanitizers' cases of loads that keep input lines."""
     import importlib.util
@@ -686,6 +712,7 @@ def test_the_sanitizers_kept_cases_keep_their_input_lines(shape, dims, dtype, ke
     ((75, 75, 96, 100), (1, 0, 3, 2), torch.float32, "lean"),   # partial tiles
     ((11600, 11600), (1, 0), torch.uint8, "lean"),
     ((2000, 8400), (1, 0), torch.float64, "tile"),
+    ((4100, 8200), (1, 0), torch.float32, "tile"),              # large tiles m-tiles first, partial edges
     ((11, 1100, 1100), (0, 2, 1), torch.complex128, "tile"),
     ((8200, 4100), (1, 0), torch.float32, "tma"),               # partial tiles on both edges
     ((4, 4104, 4104), (0, 2, 1), torch.bfloat16, "tma"),
@@ -727,9 +754,11 @@ def test_explain_applies_the_h200s_own_rules_only_for_an_h200(shape, dims, dtype
     h200 = cute_transpose.explain(x, dims, kernel=kernel, gpu="NVIDIA H200")["cuda"]
     other = cute_transpose.explain(x, dims, kernel=kernel, gpu="NVIDIA H100 80GB HBM3")["cuda"]
     assert h100["config"] == other["config"]
-    assert "m-tiles first" not in h100["config"] and "blocks of" not in h100["config"]
-    # (the H100 alone keeps the input lines of large transposes: tested above)
-    assert h200["config"] == h100["config"].replace(", input lines kept in L2", "") + on_h200
+    # (the H100 alone keeps the input lines of large transposes, and walks those of them whose
+    # output rows are no longer m-tiles first: tested above)
+    own = h100["config"].replace(", input lines kept in L2, m-tiles first", "").replace(", input lines kept in L2", "")
+    assert "m-tiles first" not in own and "blocks of" not in own
+    assert h200["config"] == own + on_h200
     assert h200["kernel"] == h100["kernel"] == kernel
 
 
