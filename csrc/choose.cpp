@@ -258,19 +258,21 @@ bool long_side_first(Problem const& p, TileDims t, Device const& device) {
   return device.long_side_first && !output_splits_sectors(p) && tiles_m(p, t) >= tiles_n(p, t);
 }
 
-// On a GPU whose rule it is (Device::kept_m_first), the tile and lean kernels whose loads keep
-// the input's lines (Problem::keep_inputs, set before this is asked) walk m-tiles first wherever
-// the output's rows are no longer than the input's (rows <= cols) and the n-tiles fit in the lean
-// kernel's blockIdx.y. On the H100 (docs/PERFORMANCE.md, "Kept transposes walked m-tiles first":
-// a probe build that switched the walk, the pick otherwise as it is, bit-checked, the better of
-// three rounds in alternating order), m-tiles first against n-tiles first on transposes that keep
-// their input lines: on 93 held-out ones of 128 MiB-1 GiB (random 2-D and batched shapes, 1- to
-// 8-byte elements) 1.034 x over the 35 with rows <= cols (0.983-1.359 x; uint8 1040 x 576256
-// 0.556 -> 0.756 of clone) and 0.972 x over the 58 others (0.688-1.084 x; tall ones lose most:
-// uint8 531872 x 1360 0.913 -> 0.629); before them, on the benchmark's matrices, the sweep's cells
-// and 40 other held-out shapes, 1.037 x over 56 (0.998-1.346 x) and 0.966 x over 31. Under 128 MiB,
-// without kept lines, m-tiles first was no better where rows <= cols (1.008 x over 42, seven more
-// than 1% slower, to 0.884 x): the rule asks for kept lines.
+// On a GPU whose rule it is (Device::kept_m_first), the tile and lean kernels whose loads keep the
+// input's lines (Problem::keep_inputs, set before this is asked) walk m-tiles first wherever the
+// output's rows are no longer than the input's (rows <= cols) and the n-tiles fit in blockIdx.y
+// (which the lean kernel's grid needs; the tile kernel's one-dimensional walk does not, but the
+// rule was measured within that bound and is held to it there too). On the H100
+// (docs/PERFORMANCE.md, "Kept transposes walked m-tiles first": a probe build that switched the
+// walk, the pick otherwise as it is, bit-checked, the better of three rounds in alternating order),
+// m-tiles first against n-tiles first on transposes that keep their input lines: on 93 held-out
+// ones of 128 MiB-1 GiB (random 2-D and batched shapes, 1- to 8-byte elements) 1.034 x over the 35
+// with rows <= cols (0.983-1.359 x; uint8 1040 x 576256 0.556 -> 0.756 of clone) and 0.972 x over
+// the 58 others (0.688-1.084 x; tall ones lose most: uint8 531872 x 1360 0.913 -> 0.629); before
+// them, on the benchmark's matrices, the sweep's cells and 40 other held-out shapes, 1.037 x over
+// 56 (0.998-1.346 x) and 0.966 x over 31. Under 128 MiB, without kept lines, m-tiles first was no
+// better where rows <= cols (1.008 x over 42, seven more than 1% slower, to 0.884 x): the rule asks
+// for kept lines.
 bool kept_m_first(Problem const& p, TileDims t, Device const& device) {
   return device.kept_m_first && p.keep_inputs && p.rows <= p.cols && tiles_n(p, t) <= kMaxGridYZ;
 }
@@ -1336,18 +1338,19 @@ std::optional<Choice> force(Plan const& plan, Kernel kernel, Device const& devic
       c.width = 16;
       c.problem->keep_inputs = keeps_inputs(p, c.width, device);  // through the TMA loads' cache hint
       return c;
-    case Kernel::Lean:
+    case Kernel::Lean: {
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
       c.shape = shape ? *shape : lean_shape(p, plan.elements);
       if (!contains(kLeanShapes, c.shape))
         return *why = std::string("the lean kernel has no ") + tile_shape_name(c.shape) + " tile", std::nullopt;
-      if (!small_grid_fits(p, lean_tile(p.element_size, c.shape), why)) return std::nullopt;
+      TileDims const t = lean_tile(p.element_size, c.shape);
+      if (!small_grid_fits(p, t, why)) return std::nullopt;
       c.width = lean_width(p, true);
       c.out_width = lean_width(p, false);
       c.problem->keep_inputs = keeps_inputs(p, c.width, device);
-      c.problem->m_first = long_side_first(p, lean_tile(p.element_size, c.shape), device) ||
-                           kept_m_first(p, lean_tile(p.element_size, c.shape), device);
+      c.problem->m_first = long_side_first(p, t, device) || kept_m_first(p, t, device);
       return c;
+    }
     case Kernel::Words: {
       if (plan.copy_route()) return *why = "the copy route has no transpose", std::nullopt;
       if (p.element_size > 2) return *why = "elements of 4 bytes or more fill whole words already", std::nullopt;
